@@ -1,0 +1,263 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Handler answers one request. It returns the result (marshalled to JSON;
+// a json.RawMessage is sent as is, nil as null) or an error. Handlers never
+// write to the connection themselves.
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// ServeOptions tune a ServerConn.
+type ServeOptions struct {
+	// ReadTimeout bounds how long a frame may take to arrive once its first
+	// byte has: a peer that sends part of a frame and stalls is dropped.
+	// Idle time between frames is not limited. Zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds one frame write, so a peer that stops reading is
+	// dropped instead of holding handlers. Zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxInFlight bounds the requests of one connection being handled at
+	// once; past it the connection is not read until one finishes (the
+	// peer's writes block: backpressure, not errors). Zero means
+	// DefaultMaxInFlight.
+	MaxInFlight int
+	// ToWireError converts a handler's error into the error object sent.
+	// Nil sends *Error values as they are and anything else as internal.
+	ToWireError func(error) *Error
+	// OnRequestDone, when set, is told of every answered request (for logs
+	// and metrics): the request, how long it took, and the error sent, if any.
+	OnRequestDone func(req *Request, took time.Duration, err *Error)
+	// OnPanic, when set, is told of a handler panic before it is answered
+	// as internal.
+	OnPanic func(req *Request, value any, stack []byte)
+}
+
+// Defaults for ServeOptions.
+const (
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultMaxInFlight is generous for concurrent callers on one
+	// connection while bounding the goroutines one peer can start.
+	DefaultMaxInFlight = 256
+)
+
+// ServerConn serves requests arriving on one connection and can send
+// notifications on it. It is safe for concurrent use.
+type ServerConn struct {
+	conn net.Conn
+	opts ServeOptions
+
+	wmu  sync.Mutex
+	wbuf []byte
+}
+
+// NewServerConn wraps conn; Serve runs it.
+func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	return &ServerConn{conn: conn, opts: opts}
+}
+
+// Conn returns the underlying connection.
+func (s *ServerConn) Conn() net.Conn { return s.conn }
+
+// Serve reads requests and answers each on its own goroutine until the peer
+// hangs up, a frame is broken, or ctx ends. Each request's context derives
+// from ctx and is cancelled when the connection ends, so a client that hangs
+// up stops its work. Serve returns after every handler has returned; it
+// returns nil on a clean close by the peer, else why the connection ended.
+// It closes the connection.
+func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		s.conn.Close()
+		wg.Wait()
+	}()
+	stop := context.AfterFunc(ctx, func() { s.conn.SetReadDeadline(time.Now()) })
+	defer stop()
+
+	slots := make(chan struct{}, s.opts.MaxInFlight)
+	fr := NewFrameReader(s.conn)
+	for {
+		// Wait for a frame to begin without a deadline: idle is fine.
+		s.conn.SetReadDeadline(time.Time{})
+		if err := fr.waitStart(); err != nil {
+			return s.ended(ctx, err)
+		}
+		s.conn.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+		body, err := fr.ReadFrame()
+		if err != nil {
+			var fe *FrameError
+			if errors.As(err, &fe) {
+				s.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()))
+			} else if isTimeout(err) && ctx.Err() == nil {
+				s.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", s.opts.ReadTimeout))
+			}
+			return s.ended(ctx, err)
+		}
+		req, derr := DecodeRequest(body)
+		if derr != nil {
+			var id uint64
+			if req != nil {
+				id = req.ID
+			}
+			s.reply(id, nil, derr.(*Error))
+			if s.opts.OnRequestDone != nil {
+				s.opts.OnRequestDone(orEmpty(req), 0, derr.(*Error))
+			}
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return s.ended(ctx, ctx.Err())
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			s.handle(ctx, h, req)
+		}()
+	}
+}
+
+func orEmpty(r *Request) *Request {
+	if r == nil {
+		return &Request{}
+	}
+	return r
+}
+
+func (s *ServerConn) ended(ctx context.Context, err error) error {
+	if err == io.EOF || errors.Is(err, net.ErrClosed) || (ctx.Err() != nil && isTimeout(err)) {
+		return nil
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request) {
+	start := time.Now()
+	result, err := s.call(ctx, h, req)
+	var werr *Error
+	var raw json.RawMessage
+	if err == nil {
+		raw, err = marshalResult(result)
+	}
+	if err != nil {
+		werr = s.toWire(err)
+	}
+	s.reply(req.ID, raw, werr)
+	if s.opts.OnRequestDone != nil {
+		s.opts.OnRequestDone(req, time.Since(start), werr)
+	}
+}
+
+func (s *ServerConn) call(ctx context.Context, h Handler, req *Request) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if s.opts.OnPanic != nil {
+				s.opts.OnPanic(req, v, debug.Stack())
+			}
+			err = Errorf(CodeInternal, "internal error while handling %s; the daemon is still running, see its log", req.Method)
+		}
+	}()
+	return h(ctx, req)
+}
+
+func marshalResult(v any) (json.RawMessage, error) {
+	switch r := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return r, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return b, nil
+}
+
+func (s *ServerConn) toWire(err error) *Error {
+	if s.opts.ToWireError != nil {
+		if e := s.opts.ToWireError(err); e != nil {
+			return e
+		}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Errorf(CodeInternal, "internal error: %v", err)
+}
+
+// reply writes a response; a result too large for a frame becomes an error
+// response instead, so the caller always hears back.
+func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
+	body, err := AppendResponse(nil, id, result, e)
+	if err == nil && len(body) > MaxFrameSize {
+		body, err = AppendResponse(nil, id, nil, Errorf(CodeInternal,
+			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
+	}
+	if err != nil {
+		body, _ = AppendResponse(nil, id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
+	}
+	s.write(body)
+}
+
+// Notify sends a notification to the peer. It blocks while the peer is slow
+// to read, up to the write timeout, and returns the write's error.
+func (s *ServerConn) Notify(method string, params any) error {
+	p, err := marshalResult(params)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(Notification{Method: method, Params: p})
+	if err != nil {
+		return err
+	}
+	return s.write(body)
+}
+
+func (s *ServerConn) write(body []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var err error
+	s.wbuf, err = AppendFrame(s.wbuf[:0], body)
+	if err != nil {
+		return err
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	_, err = s.conn.Write(s.wbuf)
+	if cap(s.wbuf) > 1<<20 {
+		s.wbuf = nil
+	}
+	if err != nil {
+		// A peer that cannot take our frames is gone for our purposes.
+		s.conn.Close()
+	}
+	return err
+}
