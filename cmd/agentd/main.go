@@ -1,0 +1,18 @@
+// Command agentd is the per-user daemon that owns agent sessions and the X11
+// screen, serving them over a Unix socket. `agentd worker` is the
+// per-session worker mode of the same binary.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}

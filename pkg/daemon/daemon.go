@@ -1,0 +1,398 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// Defaults for Config.
+const (
+	// DefaultMaxConnections stays well below the usual 1024 open-file limit,
+	// leaving room for sessions, logs and the X connection.
+	DefaultMaxConnections = 512
+	// DefaultShutdownGrace is how long in-flight requests may run after a
+	// stop is requested.
+	DefaultShutdownGrace = 5 * time.Second
+)
+
+// Config is what the daemon needs to run. Zero values take defaults.
+type Config struct {
+	// SocketPath is where to listen; "" means wire.DefaultSocketPath().
+	// Ignored when systemd passes a socket (LISTEN_FDS).
+	SocketPath string
+	// StateDir holds sessions and the audit log; "" means
+	// $XDG_STATE_HOME/agentd (~/.local/state/agentd).
+	StateDir string
+	// MaxConnections bounds open client connections; beyond it a new
+	// connection is answered busy and closed.
+	MaxConnections int
+	// ReadTimeout bounds how long a frame may take once it has begun.
+	ReadTimeout time.Duration
+	// ShutdownGrace bounds how long in-flight requests may finish on stop.
+	ShutdownGrace time.Duration
+	// Logger receives the daemon's logs. The zero Logger discards them.
+	Logger zerolog.Logger
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/agentd, or ~/.local/state/agentd.
+func DefaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agentd")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".local", "state", "agentd")
+}
+
+func (c *Config) setDefaults() {
+	if c.SocketPath == "" {
+		c.SocketPath = wire.DefaultSocketPath()
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir()
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = wire.DefaultReadTimeout
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+}
+
+// Daemon is a running agentd: the listener, its connections and components.
+type Daemon struct {
+	cfg     Config
+	log     zerolog.Logger
+	router  *router
+	started time.Time
+	build   func() string
+
+	conns    sync.WaitGroup
+	connSem  chan struct{}
+	nextConn atomic.Uint64
+
+	// inflight counts requests being handled; stopping waits for it.
+	mu       sync.Mutex
+	stopping bool
+	inflight sync.WaitGroup
+}
+
+// New builds a daemon from cfg without touching the file system.
+func New(cfg Config) *Daemon {
+	cfg.setDefaults()
+	d := &Daemon{
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "daemon").Logger(),
+		router:  newRouter(),
+		started: time.Now(),
+		connSem: make(chan struct{}, cfg.MaxConnections),
+	}
+	// The fingerprint reads the whole binary; do it once, off the start-up
+	// path, and let the first hello wait for it if it comes that early.
+	d.build = sync.OnceValue(func() string {
+		fp, err := buildinfo.SelfFingerprint()
+		if err != nil {
+			return "unknown"
+		}
+		return fp
+	})
+	go d.build()
+	d.router.register(d.helloRoutes()...)
+	return d
+}
+
+// Run serves until ctx is cancelled, then stops in order: stop accepting,
+// answer new requests shutting_down, let in-flight requests finish within
+// the grace period, close connections, release the socket and the lock. A
+// requested stop returns nil. Start-up failures (another daemon running, an
+// unsafe socket directory) return an error before anything is served.
+func (d *Daemon) Run(ctx context.Context) error {
+	l, cleanup, err := d.listen()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+
+	n := newNotifier()
+	connCtx, cancelConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelConns()
+
+	acceptDone := make(chan error, 1)
+	go func() { acceptDone <- d.acceptLoop(connCtx, l) }()
+
+	d.log.Info().Str("socket", d.cfg.SocketPath).Str("state_dir", d.cfg.StateDir).
+		Int("pid", os.Getpid()).Str("version", buildinfo.Version).Msg("agentd serving")
+	if err := n.notify("READY=1\nSTATUS=serving on " + d.cfg.SocketPath); err != nil {
+		d.log.Warn().Err(err).Msg("sd_notify READY failed")
+	}
+	stopWatchdog := d.startWatchdog(n)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		d.log.Info().Msg("stop requested")
+	case runErr = <-acceptDone:
+		d.log.Error().Err(runErr).Msg("accepting connections failed")
+	}
+	stopWatchdog()
+	n.notify("STOPPING=1")
+
+	// 1. Stop accepting. 2. New requests get shutting_down.
+	l.Close()
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+	// 3. Let in-flight requests finish within the grace period.
+	drained := make(chan struct{})
+	go func() { d.inflight.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(d.cfg.ShutdownGrace):
+		d.log.Warn().Dur("grace", d.cfg.ShutdownGrace).Msg("in-flight requests did not finish in time; cancelling them")
+	}
+	// 4. Close connections; their handlers see their contexts end.
+	cancelConns()
+	d.conns.Wait()
+	d.log.Info().Msg("agentd stopped")
+	return runErr
+}
+
+// listen returns the listener, from systemd or made here, and the cleanup
+// that releases it. A socket made here is removed on stop while the lock is
+// still held; a socket systemd passed is never unlinked or re-created.
+func (d *Daemon) listen() (net.Listener, func(), error) {
+	l, err := activationListener()
+	if err != nil {
+		return nil, nil, err
+	}
+	if l != nil {
+		if a, ok := l.Addr().(*net.UnixAddr); ok && a.Name != "" {
+			d.cfg.SocketPath = a.Name
+		}
+		d.log.Info().Str("socket", d.cfg.SocketPath).Msg("using the socket passed by systemd")
+		return l, func() {}, nil
+	}
+	dir := filepath.Dir(d.cfg.SocketPath)
+	if err := ensurePrivateDir(dir); err != nil {
+		return nil, nil, err
+	}
+	lock, err := acquireLock(d.cfg.SocketPath + ".lock")
+	if err != nil {
+		return nil, nil, err
+	}
+	ul, err := listenOwned(d.cfg.SocketPath)
+	if err != nil {
+		lock.release()
+		return nil, nil, err
+	}
+	return ul, func() {
+		ul.Close()
+		os.Remove(d.cfg.SocketPath)
+		lock.release()
+	}, nil
+}
+
+func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
+	every := watchdogInterval()
+	if every == 0 {
+		return func() {}
+	}
+	t := time.NewTicker(every)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				n.notify("WATCHDOG=1")
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done) }
+}
+
+func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
+	var backoff time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and the like: wait and go on rather
+			// than spin or die.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			d.log.Warn().Err(err).Dur("retry_in", backoff).Msg("accept failed")
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			c.Close()
+			continue
+		}
+		select {
+		case d.connSem <- struct{}{}:
+		default:
+			d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", d.cfg.MaxConnections))
+			continue
+		}
+		d.conns.Add(1)
+		go func() {
+			defer func() { <-d.connSem; d.conns.Done() }()
+			d.serveConn(ctx, uc)
+		}()
+	}
+}
+
+// refuse answers a connection with one error frame (id 0) and closes it.
+func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	if body, err := wire.AppendResponse(nil, 0, nil, e); err == nil {
+		wire.WriteFrame(c, body)
+	}
+	c.Close()
+}
+
+func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
+	id := d.nextConn.Add(1)
+	peer, err := peerOf(uc)
+	if err != nil {
+		d.log.Warn().Err(err).Uint64("conn", id).Msg("cannot read peer credentials; closing")
+		uc.Close()
+		return
+	}
+	log := d.log.With().Uint64("conn", id).Int("peer_pid", peer.PID).Logger()
+	if peer.UID != os.Getuid() {
+		log.Warn().Int("peer_uid", peer.UID).Str("peer_exe", peer.Exe).Msg("connection from another user refused")
+		d.refuse(uc, wire.Errorf(wire.CodePermissionDenied,
+			"uid %d may not use this agentd (it serves uid %d); run agentctl as that user", peer.UID, os.Getuid()))
+		return
+	}
+	conn := &Conn{ID: id, Peer: peer, log: log}
+	conn.sc = wire.NewServerConn(uc, wire.ServeOptions{
+		ReadTimeout: d.cfg.ReadTimeout,
+		ToWireError: toWireError,
+		OnRequestDone: func(req *wire.Request, took time.Duration, e *wire.Error) {
+			d.logRequest(log, req, took, e)
+		},
+		OnPanic: func(req *wire.Request, v any, stack []byte) {
+			log.Error().Str("method", req.Method).Interface("panic", v).Bytes("stack", stack).Msg("handler panicked")
+		},
+	})
+	log.Debug().Str("peer_exe", peer.Exe).Msg("connection opened")
+	err = conn.sc.Serve(ctx, func(ctx context.Context, req *wire.Request) (any, error) {
+		return d.dispatch(ctx, conn, req)
+	})
+	conn.closed()
+	if err != nil {
+		log.Info().Err(err).Msg("connection closed")
+	} else {
+		log.Debug().Msg("connection closed")
+	}
+}
+
+func (d *Daemon) logRequest(log zerolog.Logger, req *wire.Request, took time.Duration, e *wire.Error) {
+	level := zerolog.DebugLevel
+	if rt, ok := d.router.routes[req.Method]; ok && rt.Mutates {
+		level = zerolog.InfoLevel
+	}
+	if e != nil && e.Code == wire.CodeInternal {
+		level = zerolog.ErrorLevel
+	}
+	ev := log.WithLevel(level)
+	if !ev.Enabled() {
+		return
+	}
+	ev = ev.Str("method", req.Method).Uint64("id", req.ID).Dur("took", took)
+	if e != nil {
+		// The message may quote user input; the code says enough.
+		ev = ev.Str("code", string(e.Code))
+	}
+	ev.Msg("request")
+}
+
+// dispatch routes one request, refusing new work while stopping and
+// counting the work in flight so a stop can wait for it.
+func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (any, error) {
+	rt, err := d.router.lookup(req.Method)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		return nil, errShuttingDown
+	}
+	d.inflight.Add(1)
+	d.mu.Unlock()
+	defer d.inflight.Done()
+	return rt.Handle(ctx, &Call{Method: req.Method, Params: req.Params, Conn: conn})
+}
+
+// Conn is one client connection: its peer, and a way to send it
+// notifications. Components that keep per-connection state (channels)
+// register a cleanup with OnClose.
+type Conn struct {
+	ID   uint64
+	Peer Peer
+	sc   *wire.ServerConn
+	log  zerolog.Logger
+
+	mu       sync.Mutex
+	onClose  []func()
+	isClosed bool
+}
+
+// Notify sends a notification on this connection.
+func (c *Conn) Notify(method string, params any) error {
+	return c.sc.Notify(method, params)
+}
+
+// OnClose registers f to run once when the connection ends (at once if it
+// already has).
+func (c *Conn) OnClose(f func()) {
+	c.mu.Lock()
+	if c.isClosed {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.onClose = append(c.onClose, f)
+	c.mu.Unlock()
+}
+
+func (c *Conn) closed() {
+	c.mu.Lock()
+	fs := c.onClose
+	c.onClose, c.isClosed = nil, true
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// String names the connection for messages.
+func (c *Conn) String() string { return fmt.Sprintf("conn %d (pid %d)", c.ID, c.Peer.PID) }

@@ -1,0 +1,18 @@
+// Package daemon is agentd's server: the socket and its checks, the
+// one-daemon lock, peer credentials, the connection loop, the route table,
+// graceful shutdown and systemd glue. It is the one place that turns
+// component errors into wire error codes (toWireError).
+//
+// It imports pkg/wire for the protocol and the components (pkg/session,
+// pkg/capture) for the work; nothing imports it but cmd/agentd and tests.
+//
+// Decisions where the design is silent:
+//   - The lock file is the socket path plus ".lock", so two daemons on
+//     different sockets (tests, a second login) do not collide.
+//   - A connection beyond the limit is accepted only to be answered busy
+//     (id 0) and closed, so the client learns why instead of hanging.
+//   - Connections from another uid get permission_denied and are closed
+//     before any request is read.
+//   - Idle connections are never timed out (channel listeners sit idle);
+//     only a frame that has begun must complete within ReadTimeout.
+package daemon

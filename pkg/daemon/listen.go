@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxSocketPath is the longest path a Unix socket address holds (sun_path
+// is 108 bytes including the terminating NUL).
+const maxSocketPath = 107
+
+// ErrAlreadyRunning is returned by Run when another agentd holds the lock.
+var ErrAlreadyRunning = errors.New("agentd is already running")
+
+// ensurePrivateDir creates dir (0700) when missing, then verifies with lstat
+// that it is a real directory, owned by this user, and closed to others: the
+// socket inside it is the only gate to the user's agents and screen.
+func ensurePrivateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+				return fmt.Errorf("create socket directory %s: %w", dir, err)
+			}
+			err = os.Mkdir(dir, 0o700)
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create socket directory %s: %w", dir, err)
+		}
+	}
+	return checkPrivateDir(dir)
+}
+
+// checkPrivateDir refuses a directory that is a symlink, foreign-owned, or
+// open to group or others, saying what is wrong and how to fix it.
+func checkPrivateDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("socket directory %s: %w", dir, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("socket directory %s is a symbolic link, which another user could have planted; remove it (rm %s) and start agentd again", dir, dir)
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("socket directory %s is not a directory; remove it or choose another socket path with --socket", dir)
+	case int(st.Uid) != os.Getuid():
+		return fmt.Errorf("socket directory %s is owned by uid %d, not by you (uid %d); remove it or choose another socket path with --socket", dir, st.Uid, os.Getuid())
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("socket directory %s has mode %04o, open to other users; run chmod 700 %s", dir, st.Mode&0o7777, dir)
+	}
+	return nil
+}
+
+// lockFile is the exclusive lock that makes one agentd per user and socket.
+type lockFile struct {
+	f *os.File
+}
+
+// acquireLock takes an exclusive flock on path without waiting. When another
+// daemon holds it, the error names that daemon's pid (written in the file).
+func acquireLock(path string) (*lockFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			pid := strings.TrimSpace(string(b))
+			if _, perr := strconv.Atoi(pid); perr != nil {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("%w (pid %s) with lock %s; stop it first (kill %s, or systemctl --user stop agentd)", ErrAlreadyRunning, pid, path, pid)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &lockFile{f: f}, nil
+}
+
+func (l *lockFile) release() {
+	if l != nil && l.f != nil {
+		l.f.Truncate(0)
+		l.f.Close() // closing drops the flock
+	}
+}
+
+// listenOwned creates the socket at path. The caller holds the lock, so a
+// socket file already there is a stale one left by a killed daemon and is
+// replaced. The socket is created 0600 (umask) and verified after.
+func listenOwned(path string) (*net.UnixListener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d a Unix socket allows; choose a shorter path with --socket or AGENTD_SOCKET", path, len(path), maxSocketPath)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return nil, fmt.Errorf("%s exists and is not a socket; move it away or choose another path with --socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	}
+	old := unix.Umask(0o177)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// We unlink it ourselves, only while holding the lock.
+	l.SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("chmod socket %s: %w", path, err)
+	}
+	return l, nil
+}

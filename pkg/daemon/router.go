@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// Call is one request as a handler sees it.
+type Call struct {
+	Method string
+	Params json.RawMessage // a JSON object, or nil when none was sent
+	Conn   *Conn           // the connection it came on: its peer, notifications
+}
+
+// HandlerFunc answers one call. It returns the result to marshal, or an
+// error that toWireError turns into a wire code. Handlers never write to the
+// connection themselves (Conn.Notify is for notifications only).
+type HandlerFunc func(ctx context.Context, call *Call) (any, error)
+
+// Route is one method of the route table.
+type Route struct {
+	Method string
+	// Mutates marks methods that change state: they are logged at info,
+	// reads at debug.
+	Mutates bool
+	Handle  HandlerFunc
+}
+
+// namespaces are the method prefixes agentd serves.
+var namespaces = []string{"agent.", "channel."}
+
+// router is the route table. agent.hello lists methods by reading it, so the
+// advertised list and what runs cannot disagree.
+type router struct {
+	routes map[string]Route
+}
+
+func newRouter() *router { return &router{routes: map[string]Route{}} }
+
+// register adds routes; a duplicate name or one outside the namespaces is a
+// programming error and panics at start-up.
+func (r *router) register(routes ...Route) {
+	for _, rt := range routes {
+		if _, dup := r.routes[rt.Method]; dup {
+			panic("daemon: method registered twice: " + rt.Method)
+		}
+		if namespaceOf(rt.Method) == "" || rt.Handle == nil {
+			panic("daemon: bad route: " + rt.Method)
+		}
+		r.routes[rt.Method] = rt
+	}
+}
+
+// methods returns the served method names, sorted.
+func (r *router) methods() []string {
+	ms := make([]string, 0, len(r.routes))
+	for m := range r.routes {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	return ms
+}
+
+// lookup finds the route for method, or an unknown_method error that says
+// what is served.
+func (r *router) lookup(method string) (Route, error) {
+	if rt, ok := r.routes[method]; ok {
+		return rt, nil
+	}
+	if namespaceOf(method) == "" {
+		return Route{}, wire.Errorf(wire.CodeUnknownMethod,
+			"unknown method %q: methods are in the namespaces agent.* and channel.*; agent.hello lists them", method)
+	}
+	return Route{}, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; agent.hello lists the methods this daemon serves", method)
+}
+
+func namespaceOf(method string) string {
+	for _, ns := range namespaces {
+		if strings.HasPrefix(method, ns) && len(method) > len(ns) {
+			return ns
+		}
+	}
+	return ""
+}
+
+// decodeParams decodes a call's params into T strictly: an unknown field or
+// a wrong type is invalid_params naming the field, so a typo is not silently
+// ignored.
+func decodeParams[T any](call *Call) (T, error) {
+	var v T
+	if len(call.Params) == 0 {
+		return v, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(call.Params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, wire.Errorf(wire.CodeInvalidParams, "params of %s: %s", call.Method, paramsProblem(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return v, wire.Errorf(wire.CodeInvalidParams, "params of %s: trailing data after the object", call.Method)
+	}
+	return v, nil
+}
+
+func paramsProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not a JSON %s", te.Field, goTypeName(te.Type.String()), te.Value)
+		}
+		return fmt.Sprintf("must be %s, not a JSON %s", goTypeName(te.Type.String()), te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown field " + f + "; check the spelling against the protocol documentation"
+	}
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+// goTypeName turns a Go type into words a JSON user recognises.
+func goTypeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case strings.HasPrefix(t, "map["):
+		return "an object"
+	}
+	return "an object"
+}
