@@ -254,4 +254,3 @@ func (e *env) stdinText(arg string) (string, error) {
 	}
 	return string(b), nil
 }
-

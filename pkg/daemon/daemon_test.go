@@ -545,4 +545,3 @@ func TestSocketPathTooLong(t *testing.T) {
 		t.Errorf("got %v, want an error asking for a shorter path", err)
 	}
 }
-

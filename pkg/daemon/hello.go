@@ -41,4 +41,3 @@ func (d *Daemon) hello(ctx context.Context, call *Call) (any, error) {
 		Methods: d.router.methods(),
 	}, nil
 }
-
