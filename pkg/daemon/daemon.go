@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -256,7 +257,7 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 		select {
 		case d.connSem <- struct{}{}:
 		default:
-			d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", d.cfg.MaxConnections))
+			go d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", d.cfg.MaxConnections))
 			continue
 		}
 		d.conns.Add(1)
@@ -267,12 +268,20 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 	}
 }
 
+// refuseLinger bounds how long a refused connection is drained before it
+// is closed.
+const refuseLinger = 200 * time.Millisecond
+
 // refuse answers a connection with one error frame (id 0) and closes it.
+// It drains what the client already sent before closing: closing a socket
+// with unread data resets it, and the client would lose the answer.
 func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
-	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	c.SetDeadline(time.Now().Add(refuseLinger))
 	if body, err := wire.AppendResponse(nil, 0, nil, e); err == nil {
 		wire.WriteFrame(c, body)
 	}
+	c.CloseWrite()
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 	c.Close()
 }
 

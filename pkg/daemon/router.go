@@ -41,6 +41,7 @@ var namespaces = []string{"agent.", "channel."}
 // advertised list and what runs cannot disagree.
 type router struct {
 	routes map[string]Route
+	sorted []string // the method names, sorted; rebuilt by register
 }
 
 func newRouter() *router { return &router{routes: map[string]Route{}} }
@@ -57,17 +58,16 @@ func (r *router) register(routes ...Route) {
 		}
 		r.routes[rt.Method] = rt
 	}
+	r.sorted = make([]string, 0, len(r.routes))
+	for m := range r.routes {
+		r.sorted = append(r.sorted, m)
+	}
+	sort.Strings(r.sorted)
 }
 
-// methods returns the served method names, sorted.
-func (r *router) methods() []string {
-	ms := make([]string, 0, len(r.routes))
-	for m := range r.routes {
-		ms = append(ms, m)
-	}
-	sort.Strings(ms)
-	return ms
-}
+// methods returns the served method names, sorted. Routes are registered
+// before the daemon serves, so the list is built once per registration.
+func (r *router) methods() []string { return r.sorted }
 
 // lookup finds the route for method, or an unknown_method error that says
 // what is served.

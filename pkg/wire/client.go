@@ -57,6 +57,9 @@ type Client struct {
 func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Err != nil {

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -101,15 +100,23 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 		}
 		return body, nil
 	}
-	// Large body: grow with what actually arrives, so a stalled peer that
-	// announced the maximum holds only what it sent.
-	var buf bytes.Buffer
-	buf.Grow(initialBodyAlloc)
-	got, err := io.CopyN(&buf, fr.r, int64(size))
-	if err != nil {
-		return nil, truncated(err, size, int(got))
+	// Large body: grow with what actually arrives, doubling up to the
+	// announced size, so a stalled peer that announced the maximum holds
+	// only about what it sent and a whole body never holds more than its size.
+	body := make([]byte, 0, initialBodyAlloc)
+	for len(body) < int(size) {
+		if len(body) == cap(body) {
+			nb := make([]byte, len(body), min(2*cap(body), int(size)))
+			copy(nb, body)
+			body = nb
+		}
+		n, err := fr.r.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err != nil && len(body) < int(size) {
+			return nil, truncated(err, size, len(body))
+		}
 	}
-	return buf.Bytes(), nil
+	return body, nil
 }
 
 func truncated(err error, size uint32, got int) error {
@@ -132,7 +139,7 @@ func AppendFrame(dst, body []byte) ([]byte, error) {
 		return dst, &FrameError{Err: ErrEmptyFrame}
 	}
 	if len(body) > MaxFrameSize {
-		return dst, &FrameError{Err: ErrFrameTooLarge, Length: uint32(min(len(body), 1<<32-1))}
+		return dst, &FrameError{Err: ErrFrameTooLarge, Length: uint32(min(uint64(len(body)), 1<<32-1))}
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
 	return append(dst, body...), nil

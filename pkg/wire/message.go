@@ -53,7 +53,7 @@ func DecodeRequest(body []byte) (*Request, error) {
 	}
 	var raw struct {
 		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
+		Method json.RawMessage `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -68,10 +68,12 @@ func DecodeRequest(body []byte) (*Request, error) {
 		return nil, Errorf(CodeMalformedFrame, "request id %s is not an integer from 1 to %d", truncate(raw.ID, 40), uint64(1<<64-1))
 	}
 	req.ID = id
-	if raw.Method == nil {
+	if raw.Method == nil || bytes.Equal(raw.Method, nullResult) {
 		return req, Errorf(CodeMalformedFrame, "request %d has no \"method\" string; methods look like \"agent.hello\"", id)
 	}
-	req.Method = *raw.Method
+	if raw.Method[0] != '"' || json.Unmarshal(raw.Method, &req.Method) != nil {
+		return req, Errorf(CodeMalformedFrame, "request %d: method must be a string such as \"agent.hello\", not %s", id, jsonKind(raw.Method))
+	}
 	if len(raw.Params) > 0 && !bytes.Equal(raw.Params, nullResult) {
 		if raw.Params[0] != '{' {
 			return req, Errorf(CodeInvalidParams, "params of %s must be a JSON object, not %s", req.Method, jsonKind(raw.Params))

@@ -92,18 +92,32 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		s.conn.Close()
 		wg.Wait()
 	}()
-	stop := context.AfterFunc(ctx, func() { s.conn.SetReadDeadline(time.Now()) })
+	// Cancellation interrupts a blocked read with a past deadline. The loop
+	// also sets deadlines, so both go through one setter that keeps the
+	// past deadline once ctx has ended; otherwise a cancel landing between
+	// frames would be undone and Serve would wait for the peer.
+	var dmu sync.Mutex
+	setReadDeadline := func(t time.Time) {
+		dmu.Lock()
+		defer dmu.Unlock()
+		if ctx.Err() != nil {
+			t = time.Unix(1, 0)
+		}
+		s.conn.SetReadDeadline(t)
+	}
+	stop := context.AfterFunc(ctx, func() { setReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	slots := make(chan struct{}, s.opts.MaxInFlight)
+	work := make(chan func()) // unbuffered: a send succeeds only to an idle handler
 	fr := NewFrameReader(s.conn)
 	for {
 		// Wait for a frame to begin without a deadline: idle is fine.
-		s.conn.SetReadDeadline(time.Time{})
+		setReadDeadline(time.Time{})
 		if err := fr.waitStart(); err != nil {
 			return s.ended(ctx, err)
 		}
-		s.conn.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+		setReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 		body, err := fr.ReadFrame()
 		if err != nil {
 			var fe *FrameError
@@ -131,11 +145,42 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		case <-ctx.Done():
 			return s.ended(ctx, ctx.Err())
 		}
+		if ctx.Err() != nil {
+			return nil
+		}
 		wg.Add(1)
-		go func() {
+		job := func() {
 			defer func() { <-slots; wg.Done() }()
 			s.handle(ctx, h, req)
-		}()
+		}
+		// Hand the request to an idle handler goroutine if there is one:
+		// a fresh goroutine would grow its stack again for every request.
+		select {
+		case work <- job:
+		default:
+			go handlerLoop(ctx, work, job)
+		}
+	}
+}
+
+// handlerIdle is how long a handler goroutine waits for more work before it
+// exits, so a burst's goroutines do not outlive it for long.
+const handlerIdle = 2 * time.Second
+
+func handlerLoop(ctx context.Context, work <-chan func(), job func()) {
+	job()
+	t := time.NewTimer(handlerIdle)
+	defer t.Stop()
+	for {
+		select {
+		case job := <-work:
+			job()
+			t.Reset(handlerIdle)
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -208,7 +253,7 @@ func (s *ServerConn) toWire(err error) *Error {
 		}
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e != nil {
 		return e
 	}
 	return Errorf(CodeInternal, "internal error: %v", err)

@@ -1,0 +1,31 @@
+# agentd — build, run, test. `make run` and `make test` are the README's two commands.
+
+GO      ?= go
+PREFIX  ?= $(HOME)/.local
+BIN     := bin
+
+.PHONY: all build run test bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/agentd ./cmd/agentctl
+
+# Run the daemon in the foreground with default settings.
+run: build
+	$(BIN)/agentd
+
+# The whole test suite: formatting, vet, and every test with the race
+# detector. The screen and session tests need Xvfb, xterm, xdotool, tmux and
+# friends: .ci/run installs them on Debian.
+test:
+	@fmt="$$(gofmt -l cmd pkg internal test)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Benchmarks with the baselines they are judged against; see BENCHMARKS.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 5 ./pkg/... ./test/...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// runCtl drives agentctl in-process.
+func runCtl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// exitRows reads "exit, code" pairs from text by re.
+func exitRows(text string, re *regexp.Regexp) map[string]int {
+	rows := map[string]int{}
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		rows[m[2]] = n
+	}
+	return rows
+}
+
+func wantRows() map[string]int {
+	want := map[string]int{"success": wire.ExitOK, "usage": wire.ExitUsage, "unreachable": wire.ExitUnreachable}
+	for _, ci := range wire.Codes {
+		want[string(ci.Code)] = ci.Exit
+	}
+	return want
+}
+
+func TestExitTableAgreesWithHelpAndReadme(t *testing.T) {
+	want := wantRows()
+	help, _, code := runCtl(t, "", "--help")
+	if code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	gotHelp := exitRows(help, regexp.MustCompile(`(?m)^\s+(\d+)\s+([a-z_]+)`))
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotReadme := exitRows(string(readme), regexp.MustCompile("(?m)^\\| (\\d+) \\| `?\\(?([a-z_]+)\\)?`? \\|"))
+	for name, got := range map[string]map[string]int{"agentctl --help": gotHelp, "README": gotReadme} {
+		for code, exit := range want {
+			if g, ok := got[code]; !ok || g != exit {
+				t.Errorf("%s: %s exits %d (listed: %v), want %d", name, code, g, ok, exit)
+			}
+		}
+		for code := range got {
+			if _, ok := want[code]; !ok {
+				t.Errorf("%s lists %q, which the code does not know", name, code)
+			}
+		}
+	}
+	// exitCode, the one function agentctl uses, agrees with the table.
+	for _, ci := range wire.Codes {
+		if got := exitCode(wire.Errorf(ci.Code, "x")); got != ci.Exit {
+			t.Errorf("exitCode(%s) = %d, want %d", ci.Code, got, ci.Exit)
+		}
+	}
+	if got := exitCode(fmt.Errorf("call: %w", &wire.UnreachableError{Socket: "s", Err: errors.New("no")})); got != wire.ExitUnreachable {
+		t.Errorf("exitCode(unreachable) = %d, want %d", got, wire.ExitUnreachable)
+	}
+}
+
+func TestUnreachableDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	_, stderr, code := runCtl(t, "", "--socket", sock, "hello")
+	if code != wire.ExitUnreachable || !strings.Contains(stderr, "is agentd running?") {
+		t.Errorf("got exit %d, stderr %q; want %d and a hint on starting agentd", code, stderr, wire.ExitUnreachable)
+	}
+	out, _, code := runCtl(t, "", "--socket", sock, "--json", "hello")
+	var env struct {
+		OK        bool   `json:"ok"`
+		Command   string `json:"command"`
+		Timestamp string `json:"timestamp"`
+		Error     struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			Retryable bool   `json:"retryable"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &env); err != nil {
+		t.Fatalf("--json output %q: %v", out, err)
+	}
+	if env.OK || env.Command != "hello" || env.Timestamp == "" || env.Error.Code != "unreachable" || code != wire.ExitUnreachable {
+		t.Errorf("envelope %+v exit %d, want ok false, command hello, code unreachable, exit 69", env, code)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"frobnicate"}, {"--nope"}, {"version", "extra"}} {
+		_, stderr, code := runCtl(t, "", args...)
+		if code != wire.ExitUsage {
+			t.Errorf("agentctl %q exited %d, want %d (stderr %q)", args, code, wire.ExitUsage, stderr)
+		}
+	}
+	_, stderr, _ := runCtl(t, "", "frobnicate")
+	if !strings.Contains(stderr, "agentctl --help") {
+		t.Errorf("unknown command message %q does not point at --help", stderr)
+	}
+}
+
+// TestClientLinksNothingOfTheDaemon keeps agentctl thin: it speaks the wire
+// and nothing else.
+func TestClientLinksNothingOfTheDaemon(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"BurntSushi/xgb", "fsnotify", "agentd/pkg/session", "agentd/pkg/capture", "agentd/pkg/daemon", "creack/pty", "zerolog"} {
+			if strings.Contains(dep, banned) {
+				t.Errorf("agentctl depends on %s", dep)
+			}
+		}
+	}
+}

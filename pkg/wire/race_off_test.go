@@ -1,0 +1,7 @@
+//go:build !race
+
+package wire
+
+// raceEnabled reports whether the race detector is on: it disables some
+// compiler optimisations, so allocation bounds are looser under it.
+const raceEnabled = false

@@ -1,0 +1,200 @@
+// Package test runs the real agentd and agentctl binaries against real
+// sockets, processes and (for the screen) Xvfb. TestMain builds the
+// binaries once; every test gets its own runtime and state directories.
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// bin holds the binaries TestMain built.
+var bin struct {
+	dir      string
+	agentd   string
+	agentctl string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentd-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin.dir = dir
+	bin.agentd = filepath.Join(dir, "agentd")
+	bin.agentctl = filepath.Join(dir, "agentctl")
+	out, err := exec.Command("go", "build", "-o", dir, "../cmd/agentd", "../cmd/agentctl").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// home is one test's private runtime and state directories.
+type home struct {
+	t       *testing.T
+	runtime string // XDG_RUNTIME_DIR
+	state   string // XDG_STATE_HOME
+	config  string // XDG_CONFIG_HOME
+	socket  string
+}
+
+func newHome(t *testing.T) *home {
+	t.Helper()
+	// Short: the socket path must fit in sun_path.
+	rt, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(rt, 0o700)
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	base := t.TempDir()
+	return &home{t: t, runtime: rt, state: filepath.Join(base, "state"), config: filepath.Join(base, "config"),
+		socket: filepath.Join(rt, "agentd", "agentd.sock")}
+}
+
+// env is the environment for processes of this home.
+func (h *home) env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "AGENTD_SOCKET", "NOTIFY_SOCKET",
+			"WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "DISPLAY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "XDG_RUNTIME_DIR="+h.runtime, "XDG_STATE_HOME="+h.state, "XDG_CONFIG_HOME="+h.config)
+	return append(env, extra...)
+}
+
+// daemonProc is a running agentd process.
+type daemonProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// startDaemon starts agentd with args and waits until it answers hello. At
+// the end of the test it must stop cleanly on SIGTERM with exit status 0.
+func (h *home) startDaemon(args []string, extraEnv ...string) *daemonProc {
+	h.t.Helper()
+	d := h.spawnDaemon(args, extraEnv...)
+	await(h.t, 10*time.Second, "agentd serving", func() bool {
+		select {
+		case <-d.done:
+			h.t.Fatalf("agentd exited at start: %v\n%s", d.err, d.stderr)
+		default:
+		}
+		return h.hello() == nil
+	})
+	h.t.Cleanup(func() {
+		if d.exited() {
+			return
+		}
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		if err := d.wait(10 * time.Second); err != nil {
+			h.t.Errorf("agentd did not stop cleanly on SIGTERM: %v\n%s", err, d.stderr)
+		}
+	})
+	return d
+}
+
+// spawnDaemon starts agentd without waiting for it.
+func (h *home) spawnDaemon(args []string, extraEnv ...string) *daemonProc {
+	h.t.Helper()
+	cmd := exec.Command(bin.agentd, append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
+	cmd.Env = h.env(extraEnv...)
+	d := &daemonProc{t: h.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = d.stderr
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { d.err = cmd.Wait(); close(d.done) }()
+	h.t.Cleanup(func() {
+		if !d.exited() {
+			d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+	return d
+}
+
+func (d *daemonProc) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the process to exit and returns its error (nil for 0).
+func (d *daemonProc) wait(timeout time.Duration) error {
+	select {
+	case <-d.done:
+		return d.err
+	case <-time.After(timeout):
+		return fmt.Errorf("still running after %s", timeout)
+	}
+}
+
+// hello reaches the home's daemon once.
+func (h *home) hello() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Hello(ctx, wire.HelloParams{})
+	return err
+}
+
+// agentctl runs agentctl with args and returns stdout, stderr and the exit status.
+func (h *home) agentctl(stdin string, args ...string) (string, string, int) {
+	h.t.Helper()
+	cmd := exec.Command(bin.agentctl, args...)
+	cmd.Env = h.env()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// await polls cond until it holds or the deadline passes.
+func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
