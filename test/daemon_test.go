@@ -221,3 +221,28 @@ func TestSocketActivation(t *testing.T) {
 		t.Errorf("the socket systemd passed was unlinked or re-created (%v)", err)
 	}
 }
+
+func TestVersionWarnsWhenTheRunningDaemonIsNotInstalled(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	out, errOut, code := h.agentctl("", "version")
+	if code != 0 || !strings.Contains(out, "agentd   0.") || strings.Contains(out, "warning") {
+		t.Fatalf("version: exit %d, out %q, err %q; want the daemon's version and no warning", code, out, errOut)
+	}
+	// Install a different build beside a copy of agentctl, as an upgrade
+	// would, while the old daemon keeps running.
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/agentd/agentd/internal/buildinfo.Version=9.9.9", "-o", dir, "../cmd/agentd")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	ctl, _ := os.ReadFile(bin.agentctl)
+	os.WriteFile(filepath.Join(dir, "agentctl"), ctl, 0o755)
+	cmd := exec.Command(filepath.Join(dir, "agentctl"), "version")
+	cmd.Env = h.env()
+	b, err := cmd.Output()
+	if err != nil || !strings.Contains(string(b), "warning: the running agentd") || !strings.Contains(string(b), "restart") {
+		t.Errorf("version beside a newer agentd: %v %q, want a warning to restart", err, b)
+	}
+}

@@ -46,14 +46,17 @@ func TestMain(m *testing.M) {
 
 // home is one test's private runtime and state directories.
 type home struct {
-	t       *testing.T
+	t       testing.TB
 	runtime string // XDG_RUNTIME_DIR
 	state   string // XDG_STATE_HOME
 	config  string // XDG_CONFIG_HOME
 	socket  string
 }
 
-func newHome(t *testing.T) *home {
+func newHome(t *testing.T) *home { return newHomeTB(t) }
+
+// newHomeTB is newHome for tests and benchmarks alike.
+func newHomeTB(t testing.TB) *home {
 	t.Helper()
 	// Short: the socket path must fit in sun_path.
 	rt, err := os.MkdirTemp("", "rt")
@@ -85,7 +88,7 @@ func (h *home) env(extra ...string) []string {
 
 // daemonProc is a running agentd process.
 type daemonProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stderr *syncBuffer
 	done   chan struct{}
@@ -188,7 +191,7 @@ func (h *home) agentctl(stdin string, args ...string) (string, string, int) {
 }
 
 // await polls cond until it holds or the deadline passes.
-func await(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func await(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
