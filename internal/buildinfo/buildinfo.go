@@ -7,8 +7,8 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 )
