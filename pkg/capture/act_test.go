@@ -1,0 +1,449 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/xvfbtest"
+)
+
+// pointerByXdotool asks xdotool where the pointer is.
+func pointerByXdotool(t *testing.T, srv *xvfbtest.Server) (int, int) {
+	t.Helper()
+	if _, err := exec.LookPath("xdotool"); err != nil {
+		t.Skip("xdotool is not installed (apt-get install xdotool)")
+	}
+	out, err := srv.Command("xdotool", "getmouselocation", "--shell").Output()
+	if err != nil {
+		t.Fatalf("xdotool: %v", err)
+	}
+	var x, y int
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "X="); ok {
+			x, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Y="); ok {
+			y, _ = strconv.Atoi(v)
+		}
+	}
+	return x, y
+}
+
+// eventLog collects the lines of a running xev.
+type eventLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *eventLog) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// startXev opens xev's window at 300,300 and records its events.
+func startXev(t *testing.T, srv *xvfbtest.Server) *eventLog {
+	t.Helper()
+	if _, err := exec.LookPath("xev"); err != nil {
+		t.Skip("xev is not installed (apt-get install x11-utils)")
+	}
+	cmd := srv.Command("stdbuf", "-oL", "xev", "-geometry", "200x200+300+300", "-event", "button")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	log := &eventLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			log.mu.Lock()
+			log.lines = append(log.lines, sc.Text())
+			log.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+		cmd.Wait()
+	})
+	// xwininfo is the witness of where the window is.
+	await(t, 10*time.Second, "the xev window", func() bool {
+		out, err := srv.Command("xwininfo", "-name", "Event Tester").Output()
+		return err == nil && bytes.Contains(out, []byte("Absolute upper-left X:  300")) && bytes.Contains(out, []byte("Map State: IsViewable"))
+	})
+	return log
+}
+
+func TestActPointer(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	ev := startXev(t, srv)
+
+	res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+		{Kind: "move", X: ptr(123.0), Y: ptr(456.0)},
+	}, Observe: ptr(false)})
+	if err != nil || res.ActionsRun != 1 {
+		t.Fatalf("move: %v, ran %d", err, res.ActionsRun)
+	}
+	if x, y := pointerByXdotool(t, srv); x != 123 || y != 456 {
+		t.Errorf("pointer after move: got %d,%d, want 123,456", x, y)
+	}
+
+	res, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+		{Kind: "click", X: ptr(350.0), Y: ptr(350.0)},
+		{Kind: "click", X: ptr(360.0), Y: ptr(360.0), Button: "right", Double: true},
+		{Kind: "scroll", Direction: "down", Amount: ptr(2.0)},
+		{Kind: "down", Button: "middle"},
+		{Kind: "up", Button: "middle", X: ptr(370.0), Y: ptr(380.0)},
+	}, Observe: ptr(false)})
+	if err != nil || res.ActionsRun != 5 {
+		t.Fatalf("clicks: %v, ran %d", err, res.ActionsRun)
+	}
+	for _, c := range []struct {
+		what string
+		want int
+	}{
+		{"button 1,", 2}, // press and release
+		{"button 3,", 4}, // double click
+		{"button 5,", 4}, // two wheel steps
+		{"button 2,", 2},
+	} {
+		await(t, 5*time.Second, fmt.Sprintf("%d xev lines with %q", c.want, c.what), func() bool { return ev.count(c.what) == c.want })
+	}
+	if x, y := pointerByXdotool(t, srv); x != 370 || y != 380 {
+		t.Errorf("pointer after up: got %d,%d, want 370,380", x, y)
+	}
+	assertKeymapRestored(t, s)
+}
+
+func TestActLeavesNothingPressed(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	// The batch holds a button and then fails on a bad key binding need? No:
+	// it holds a button and is stopped by its context.
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	_, err := s.Act(ctx, ActRequest{Actions: []RawAction{
+		{Kind: "down", X: ptr(500.0), Y: ptr(500.0)},
+		{Kind: "key", Key: "shift+a"},
+		{Kind: "wait", MS: ptr(3000.0)},
+	}, Observe: ptr(false)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	assertKeymapRestored(t, s)
+}
+
+func TestKillSwitch(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	if _, err := exec.LookPath("xdotool"); err != nil {
+		t.Skip("xdotool is not installed")
+	}
+	errc := make(chan error, 1)
+	resc := make(chan *ActResult, 1)
+	go func() {
+		res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+			{Kind: "move", X: ptr(600.0), Y: ptr(400.0)},
+			{Kind: "wait", MS: ptr(4000.0)},
+			{Kind: "click", X: ptr(601.0), Y: ptr(401.0)},
+		}, Observe: ptr(false)})
+		resc <- res
+		errc <- err
+	}()
+	// Once the batch has moved the pointer, the person flings it into a corner.
+	await(t, 10*time.Second, "the batch to move the pointer", func() bool {
+		x, y := pointerByXdotool(t, srv)
+		return x == 600 && y == 400
+	})
+	if out, err := srv.Command("xdotool", "mousemove", "0", "0").CombinedOutput(); err != nil {
+		t.Fatalf("xdotool: %v %s", err, out)
+	}
+	err := <-errc
+	res := <-resc
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "action 2") || !strings.Contains(err.Error(), "kill switch") {
+		t.Fatalf("got %v, want ErrRefused from the kill switch naming action 2", err)
+	}
+	if res.ActionsRun != 1 || res.Outcome != "refused" {
+		t.Errorf("got %d actions run, outcome %q; want 1, refused", res.ActionsRun, res.Outcome)
+	}
+	if x, y := pointerByXdotool(t, srv); x != 0 || y != 0 {
+		t.Errorf("the batch moved the pointer after the kill switch: %d,%d", x, y)
+	}
+	// While the pointer rests in the corner, batches are refused before
+	// they start, and Info says so.
+	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "move", X: ptr(5.0), Y: ptr(500.0)}}, Observe: ptr(false)})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "before action 1") {
+		t.Errorf("batch in corner: got %v, want ErrRefused before action 1", err)
+	}
+	if ks := s.Info(ctxT(t)).KillSwitch; !strings.HasPrefix(ks, "tripped") {
+		t.Errorf("Info.KillSwitch: got %q, want tripped", ks)
+	}
+	// A batch may click into a corner itself.
+	srv.Command("xdotool", "mousemove", "640", "400").Run()
+	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "click", X: ptr(1279.0), Y: ptr(799.0)}, {Kind: "wait", MS: ptr(100.0)}, {Kind: "move", X: ptr(1275.0), Y: ptr(795.0)}}, Observe: ptr(false)})
+	if err != nil {
+		t.Errorf("batch clicking into a corner: %v", err)
+	}
+}
+
+func TestConsent(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, false)
+	_, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait"}}})
+	want := "acting is disabled; start agentd with --allow-act or set allow_act = true in config.toml"
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want ErrRefused with %q", err, want)
+	}
+	if _, err := s.Screenshot(ctxT(t), ScreenshotRequest{}); err != nil {
+		t.Errorf("screenshots are always allowed: %v", err)
+	}
+	s.SetAllowAct(true)
+	if _, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(1.0)}}, Observe: ptr(false)}); err != nil {
+		t.Errorf("after SetAllowAct(true): %v", err)
+	}
+	if !s.Info(ctxT(t)).AllowAct {
+		t.Error("Info.AllowAct: got false after SetAllowAct(true)")
+	}
+}
+
+func TestLockTimeout(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(1500.0)}}, Observe: ptr(false),
+			Caller: Caller{PID: 4242, Executable: "/usr/bin/first", Session: "w1"}})
+		first <- err
+	}()
+	await(t, 10*time.Second, "the first batch to hold the screen", func() bool {
+		h := s.Info(ctxT(t)).Holder
+		return h != nil && h.Caller.PID == 4242
+	})
+	_, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(1.0)}}, Observe: ptr(false), LockTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), "pid 4242") {
+		t.Errorf("second batch: got %v, want ErrLockTimeout naming pid 4242", err)
+	}
+	// A third batch waits long enough and runs after the first.
+	res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(1.0)}}, Observe: ptr(false), LockTimeout: 10 * time.Second})
+	if err != nil || res.ActionsRun != 1 {
+		t.Errorf("third batch: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("first batch: %v", err)
+	}
+	if h := s.Info(ctxT(t)).Holder; h != nil {
+		t.Errorf("holder after all batches: %+v", h)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Screenshot(ctxT(t), ScreenshotRequest{})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "DISPLAY is not set") {
+		t.Errorf("screenshot without display: got %v", err)
+	}
+	s.SetAllowAct(true)
+	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait"}}})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("act without display: got %v", err)
+	}
+	info := s.Info(ctxT(t))
+	if info.Connected || !strings.Contains(info.Reason, "DISPLAY is not set") {
+		t.Errorf("info: %+v", info)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+
+	// A display with no server behind it.
+	s2, _ := New(Options{Display: ":9999"})
+	defer s2.Close()
+	if _, err := s2.Screenshot(ctxT(t), ScreenshotRequest{}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no X server") {
+		t.Errorf("screenshot on :9999: got %v", err)
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	runDone := make(chan error, 1)
+	go func() { runDone <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	await(t, 10*time.Second, "Run to connect", func() bool { x, _ := s.current(); return x != nil })
+
+	// A batch in flight when the server dies fails with ErrUnavailable.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(3000.0)}}, Observe: ptr(false)})
+		errc <- err
+	}()
+	await(t, 10*time.Second, "the batch to start", func() bool { return s.Info(ctxT(t)).Holder != nil })
+	srv.Stop()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("batch in flight: got %v, want ErrUnavailable", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch in flight did not end after the server died")
+	}
+	await(t, 10*time.Second, "Run to notice", func() bool { x, _ := s.current(); return x == nil })
+	if _, err := s.Screenshot(ctxT(t), ScreenshotRequest{}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("screenshot while down: got %v, want ErrUnavailable", err)
+	}
+	srv.Restart(t)
+	await(t, 10*time.Second, "Run to reconnect", func() bool { x, _ := s.current(); return x != nil })
+	if _, err := s.Screenshot(ctxT(t), ScreenshotRequest{}); err != nil {
+		t.Errorf("screenshot after reconnect: %v", err)
+	}
+}
+
+func TestAuditAndObservation(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	dir := t.TempDir()
+	path := dir + "/audit.jsonl"
+	s, err := New(Options{Display: srv.Display, AllowAct: true, AuditPath: path, AuditMaxBytes: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	secret := "hunter2 is my password"
+	caller := Caller{PID: 7, UID: os.Getuid(), Executable: "/usr/bin/agent", Session: "w1"}
+	req := ActRequest{Actions: []RawAction{
+		{Kind: "click", X: ptr(10.0), Y: ptr(20.0)},
+		{Kind: "type", Text: &secret},
+		{Kind: "key", Key: "ctrl+shift+t"},
+	}, Caller: caller, CallerKey: "conn-1", SettleMS: ptr(0.0)}
+	res, err := s.Act(ctxT(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Observation == nil || res.Observation.Unchanged || len(res.Observation.Data) == 0 {
+		t.Fatalf("first observation: %+v", res.Observation)
+	}
+	// Same screen, same caller: unchanged and without data.
+	wait := ActRequest{Actions: []RawAction{{Kind: "wait", MS: ptr(1.0)}}, Caller: caller, CallerKey: "conn-1", SettleMS: ptr(0.0)}
+	res, err = s.Act(ctxT(t), wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Observation.Unchanged || res.Observation.Data != nil {
+		t.Errorf("second observation: unchanged %v, %d bytes; want unchanged without data", res.Observation.Unchanged, len(res.Observation.Data))
+	}
+	// Another caller gets the picture.
+	wait.CallerKey = "conn-2"
+	res, _ = s.Act(ctxT(t), wait)
+	if res.Observation.Unchanged {
+		t.Error("another caller's first observation is marked unchanged")
+	}
+	s.SetAllowAct(false)
+	s.Act(ctxT(t), wait)
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(path + ".1")
+	all := string(old) + string(b)
+	if strings.Contains(all, "hunter2") {
+		t.Fatal("the audit log holds typed text")
+	}
+	if len(old) == 0 {
+		t.Error("the audit log was not rotated at 700 bytes")
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("audit mode: got %v, want 0600", st.Mode().Perm())
+	}
+	var recs []AuditRecord
+	dec := json.NewDecoder(strings.NewReader(all))
+	for {
+		var r AuditRecord
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("got %d audit records, want 4", len(recs))
+	}
+	r := recs[0]
+	if r.Caller != caller || r.Outcome != "ok" || r.Ran != 3 || len(r.Actions) != 3 ||
+		*r.Actions[0].X != 10 || r.Actions[1].Chars != len(secret) || r.Actions[2].Key != "t" ||
+		strings.Join(r.Actions[2].Modifiers, "+") != "ctrl+shift" {
+		t.Errorf("first record: %+v", r)
+	}
+	if recs[3].Outcome != "refused" {
+		t.Errorf("last record outcome: got %q, want refused", recs[3].Outcome)
+	}
+}
+
+func TestFocus(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	startXev(t, srv)
+	if _, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "focus", Application: "event TESTER"}}, Observe: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := s.conn()
+	if _, title := x.activeWindow(); title != "Event Tester" {
+		t.Errorf("active window: got %q, want Event Tester", title)
+	}
+	shot, err := s.Screenshot(ctxT(t), ScreenshotRequest{MaxWidth: ptr(100)})
+	if err != nil || shot.ActiveWindow != "Event Tester" {
+		t.Errorf("shot active window: got %q, %v", shot.ActiveWindow, err)
+	}
+	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "focus", Application: "no-such-program-xyz"}}, Observe: ptr(false)})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no window matches") {
+		t.Errorf("focus on nothing: got %v", err)
+	}
+}

@@ -1,0 +1,431 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"sync"
+	"time"
+)
+
+// cornerMargin is the kill switch: a pointer within this many pixels of a
+// screen corner, put there by the person rather than by the batch, stops
+// acting (like PyAutoGUI's fail-safe). Large enough to hit by flinging the
+// mouse, small enough never to be reached by accident.
+const cornerMargin = 10
+
+// killPoll is how often a wait checks the kill switch.
+const killPoll = 50 * time.Millisecond
+
+// maxObservedCallers bounds the per-caller memory of the last observation.
+const maxObservedCallers = 1024
+
+// ActRequest is one batch.
+type ActRequest struct {
+	// Actions as the agent wrote them; ParseBatch validates them.
+	Actions []RawAction
+	// Observe (default true) ends the batch with a screenshot.
+	Observe *bool
+	// SettleMS is the pause before that screenshot (default 300, at most
+	// 5000).
+	SettleMS *float64
+	// Shot sets the observation's format, region, size or path.
+	Shot ScreenshotRequest
+	// LockTimeout is how long to wait for the screen; zero means
+	// DefaultLockTimeout, negative means not at all.
+	LockTimeout time.Duration
+	// Caller is who asks, for the audit log and Info.
+	Caller Caller
+	// CallerKey identifies the caller for "unchanged" observations (e.g.
+	// the connection); empty disables the comparison.
+	CallerKey string
+}
+
+// ActResult tells how a batch went. Act returns it with or without an
+// error: after a stop it says how many actions ran.
+type ActResult struct {
+	// ActionsRun counts the request's actions that completed.
+	ActionsRun int `json:"actions_run"`
+	// Outcome is "ok", or why the batch ended: refused, invalid,
+	// lock_timeout, busy, unavailable, timeout, canceled, error.
+	Outcome string `json:"outcome"`
+	// Observation is the closing screenshot, when asked for and the batch
+	// completed.
+	Observation *Shot         `json:"observation,omitempty"`
+	Budget      time.Duration `json:"budget"`
+	Duration    time.Duration `json:"duration"`
+}
+
+// Act runs a batch of input actions and observes the result. It is refused
+// (ErrRefused) unless acting is allowed and while the kill switch is
+// tripped; invalid batches fail with ErrInvalid naming the action; it waits
+// for the screen up to req.LockTimeout (ErrLockTimeout, or ErrBusy when the
+// queue is full); it stops with ErrRefused when the kill switch trips, with
+// ErrTimeout past its time budget, with ErrUnavailable when the X server
+// goes away, and with ctx's error when ctx ends. Whatever happens, nothing
+// the batch pressed stays pressed and every temporary key binding is undone.
+// Every call is recorded in the audit log.
+func (s *Screen) Act(ctx context.Context, req ActRequest) (*ActResult, error) {
+	start := time.Now()
+	res := &ActResult{}
+	rec := AuditRecord{Time: start, Caller: req.Caller}
+	err := s.act(ctx, req, res, &rec)
+	res.Duration = time.Since(start)
+	res.Outcome = outcome(err)
+	rec.Ran, rec.Outcome = res.ActionsRun, res.Outcome
+	if err != nil {
+		rec.Message = err.Error()
+	}
+	rec.Duration = float64(res.Duration.Microseconds()) / 1000
+	if len(rec.Actions) == 0 {
+		rec.Actions = auditRaw(req.Actions)
+	}
+	if s.audit != nil {
+		if aerr := s.audit.write(rec); aerr != nil {
+			s.log.Error().Err(aerr).Msg("audit log write failed")
+		}
+	}
+	ev := s.log.Info()
+	if err != nil {
+		ev = s.log.Warn().Err(err)
+	}
+	ev.Str("caller", req.Caller.String()).Int("actions_run", res.ActionsRun).Str("outcome", res.Outcome).
+		Dur("duration", res.Duration).Msg("act batch")
+	return res, err
+}
+
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrRefused):
+		return "refused"
+	case errors.Is(err, ErrInvalid):
+		return "invalid"
+	case errors.Is(err, ErrLockTimeout):
+		return "lock_timeout"
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	default:
+		return "error"
+	}
+}
+
+func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *AuditRecord) error {
+	if !s.AllowAct() {
+		return fmt.Errorf("%w: acting is disabled; start agentd with --allow-act or set allow_act = true in config.toml", ErrRefused)
+	}
+	x, err := s.conn()
+	if err != nil {
+		return err
+	}
+	if err := x.enter(); err != nil {
+		return err
+	}
+	defer x.leave()
+	if !x.xtestOK {
+		return fmt.Errorf("%w: %s", ErrUnavailable, x.xtestWhy)
+	}
+	screen, err := x.screenRect()
+	if err != nil {
+		return err
+	}
+	batch, err := ParseBatch(req.Actions, req.Observe, req.SettleMS, screen)
+	if err != nil {
+		return err
+	}
+	rec.Actions = auditActions(batch.Actions)
+	res.Budget = batch.Budget()
+	timeout := req.LockTimeout
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	if err := s.desk.acquire(ctx, req.Caller, max(timeout, 0)); err != nil {
+		return err
+	}
+	defer s.desk.release()
+
+	bctx, cancel := context.WithTimeoutCause(ctx, res.Budget, errBudget)
+	defer cancel()
+	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
+	err = r.run(batch, res)
+	r.in.releaseAll()
+	if err == nil && batch.Observe {
+		err = r.sleep(time.Duration(batch.SettleMS)*time.Millisecond, 0)
+	}
+	// Bindings go last: the settle time also lets clients catch up with
+	// the keys typed through them.
+	if uerr := r.in.unbindAll(); err == nil {
+		err = uerr
+	}
+	if err == nil {
+		err = x.sync()
+	}
+	if err != nil {
+		return r.explain(err)
+	}
+	if !batch.Observe {
+		return nil
+	}
+	shot, err := s.observe(x, req)
+	if err != nil {
+		return err
+	}
+	res.Observation = shot
+	return nil
+}
+
+var errBudget = errors.New("time budget exceeded")
+
+// batchRun is the state of one running batch.
+type batchRun struct {
+	s      *Screen
+	x      *xconn
+	screen image.Rectangle
+	ctx    context.Context
+	in     *inputRun
+	number int // action being run
+}
+
+// pointerMark remembers where the last batch left the pointer, so that a
+// batch that clicked into a corner does not trip the kill switch for itself
+// or the next batch.
+type pointerMark struct {
+	mu    sync.Mutex
+	at    image.Point
+	valid bool
+}
+
+func (m *pointerMark) set(p image.Point) {
+	m.mu.Lock()
+	m.at, m.valid = p, true
+	m.mu.Unlock()
+}
+
+func (m *pointerMark) is(p image.Point) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.valid && m.at == p
+}
+
+// inCorner reports whether p is within cornerMargin of a corner of r.
+func inCorner(p image.Point, r image.Rectangle) bool {
+	nearX := p.X-r.Min.X <= cornerMargin || r.Max.X-1-p.X <= cornerMargin
+	nearY := p.Y-r.Min.Y <= cornerMargin || r.Max.Y-1-p.Y <= cornerMargin
+	return nearX && nearY
+}
+
+// killSwitch returns ErrRefused when the person pushed the pointer into a
+// corner.
+func (r *batchRun) killSwitch(where string) error {
+	p, _, err := r.x.pointer()
+	if err != nil {
+		return err
+	}
+	if inCorner(p, r.screen) && !r.s.placed.is(p) {
+		return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
+			ErrRefused, where, p.X, p.Y)
+	}
+	return nil
+}
+
+// stop is checked before every action and often during long ones.
+func (r *batchRun) stop(where string) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	return r.killSwitch(where)
+}
+
+// explain turns a context error into the batch's error.
+func (r *batchRun) explain(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(r.ctx), errBudget) {
+		return fmt.Errorf("%w: the batch ran past its time budget at action %d; split it into smaller batches", ErrTimeout, r.number)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("batch stopped at action %d: %w", r.number, err)
+	}
+	return err
+}
+
+func (r *batchRun) run(b *Batch, res *ActResult) error {
+	r.number = 1
+	if err := r.stop("before action 1"); err != nil {
+		return err
+	}
+	for i, a := range b.Actions {
+		r.number = a.Number
+		if i > 0 {
+			if err := r.stop(fmt.Sprintf("before action %d (%s)", a.Number, a.Kind)); err != nil {
+				return err
+			}
+		}
+		if err := r.do(a); err != nil {
+			if errors.Is(err, ErrRefused) || errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return fmt.Errorf("action %d (%s): %w", a.Number, a.Kind, err)
+		}
+		if i+1 == len(b.Actions) || b.Actions[i+1].Number != a.Number {
+			res.ActionsRun = a.Number
+		}
+	}
+	return nil
+}
+
+func (r *batchRun) moveTo(p image.Point) error {
+	if err := r.in.move(p.X, p.Y); err != nil {
+		return err
+	}
+	r.s.placed.set(p)
+	return nil
+}
+
+func (r *batchRun) do(a Action) error {
+	in := r.in
+	switch a.Kind {
+	case KindClick:
+		if err := r.moveTo(a.At); err != nil {
+			return err
+		}
+		if err := in.buttonDown(a.Button); err != nil {
+			return err
+		}
+		return in.buttonUp(a.Button)
+	case KindMove:
+		return r.moveTo(a.At)
+	case KindDown, KindUp:
+		if a.HasAt {
+			if err := r.moveTo(a.At); err != nil {
+				return err
+			}
+		}
+		if a.Kind == KindDown {
+			return in.buttonDown(a.Button)
+		}
+		return in.buttonUp(a.Button)
+	case KindType:
+		where := fmt.Sprintf("during action %d (type)", a.Number)
+		return in.typeText(a.Text, func() error { return r.stop(where) })
+	case KindKey:
+		return in.key(a)
+	case KindScroll:
+		if a.HasAt {
+			if err := r.moveTo(a.At); err != nil {
+				return err
+			}
+		}
+		button := map[string]int{"up": 4, "down": 5, "left": 6, "right": 7}[a.Direction]
+		for range a.Amount {
+			if err := in.buttonDown(button); err != nil {
+				return err
+			}
+			if err := in.buttonUp(button); err != nil {
+				return err
+			}
+		}
+		return r.x.sync()
+	case KindWait:
+		return r.sleep(time.Duration(a.MS)*time.Millisecond, a.Number)
+	case KindFocus:
+		return r.focus(a)
+	}
+	return fmt.Errorf("unknown kind %q", a.Kind)
+}
+
+// sleep waits d, checking the kill switch and the budget as it goes. number
+// is the action waiting, 0 for the settle time.
+func (r *batchRun) sleep(d time.Duration, number int) error {
+	where := "while settling before the observation"
+	if number > 0 {
+		where = fmt.Sprintf("during action %d (wait)", number)
+	}
+	end := time.Now().Add(d)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		t.Reset(min(left, killPoll))
+		select {
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		case <-t.C:
+		}
+		if err := r.killSwitch(where); err != nil {
+			return err
+		}
+	}
+}
+
+// observe takes the closing screenshot, marking it Unchanged when the caller
+// already received the same picture.
+func (s *Screen) observe(x *xconn, req ActRequest) (*Shot, error) {
+	if req.CallerKey == "" {
+		shot, _, err := s.shoot(x, req.Shot, nil)
+		return shot, err
+	}
+	s.obsMu.Lock()
+	last, seen := s.lastObs[req.CallerKey]
+	s.obsMu.Unlock()
+	shot, sum, err := s.shoot(x, req.Shot, func(sum uint64) bool { return seen && sum == last })
+	if err != nil {
+		return nil, err
+	}
+	s.obsMu.Lock()
+	if _, ok := s.lastObs[req.CallerKey]; !ok && len(s.lastObs) >= maxObservedCallers {
+		for k := range s.lastObs {
+			delete(s.lastObs, k)
+			break
+		}
+	}
+	s.lastObs[req.CallerKey] = sum
+	s.obsMu.Unlock()
+	return shot, nil
+}
+
+// ForgetCaller drops what the Screen remembers about a caller key (the last
+// observation it received); call it when the connection ends.
+func (s *Screen) ForgetCaller(key string) {
+	s.obsMu.Lock()
+	delete(s.lastObs, key)
+	s.obsMu.Unlock()
+}
+
+func auditActions(acts []Action) []AuditAction {
+	out := make([]AuditAction, 0, len(acts))
+	for _, a := range acts {
+		aa := AuditAction{Kind: a.Kind, Key: a.Key, Modifiers: a.Modifiers, Direction: a.Direction, Amount: a.Amount, MS: a.MS, Application: a.Application}
+		if a.HasAt {
+			x, y := a.At.X, a.At.Y
+			aa.X, aa.Y = &x, &y
+		}
+		switch a.Kind {
+		case KindClick, KindDown, KindUp:
+			aa.Button = [...]string{"", "left", "middle", "right"}[a.Button]
+		case KindType:
+			aa.Chars = len([]rune(a.Text))
+		}
+		out = append(out, aa)
+	}
+	return out
+}
+
+// auditRaw records a batch that did not validate: kinds only.
+func auditRaw(raw []RawAction) []AuditAction {
+	out := make([]AuditAction, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, AuditAction{Kind: r.Kind})
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+// Package capture owns agentd's side of the user's X11 screen: one
+// persistent X connection (github.com/BurntSushi/xgb), screenshots (MIT-SHM,
+// or GetImage when the server cannot share memory), input through XTEST on
+// the same connection, act batches with their validation and time budget,
+// the one-batch-at-a-time desktop lock, the consent gate, the corner kill
+// switch and the audit log.
+//
+// It knows nothing of the wire protocol and must not import pkg/wire,
+// pkg/daemon or pkg/session: it exports Go types, methods and the sentinel
+// errors in errors.go, which pkg/daemon maps to wire codes.
+//
+// # Lifecycle
+//
+// New never connects and never fails for a missing display. Methods connect
+// on first use and return ErrUnavailable (with the reason) while there is no
+// server. Run owns reconnection: it watches /tmp/.X11-unix with fsnotify,
+// connects when the socket appears, notices when the server goes away and
+// reconnects when it returns. Close releases the connection and shared
+// memory.
+//
+// # Decisions where the specification was silent
+//
+//   - xgb does not survive its server going away (it panics on the next
+//     request, may close a channel twice, and leaves reply waiters blocked)
+//     and its Close can deadlock or panic. The connection therefore runs over
+//     xsock, which follows the byte stream, answers every outstanding request
+//     with a synthesized error when the socket dies, and makes Close safe. It
+//     also supplies the MIT-MAGIC-COOKIE-1 from $XAUTHORITY. xgb still leaks
+//     two id-generator goroutines per connection (one per X server restart).
+//   - xgb's extension Init functions write process-wide maps without locks;
+//     the package registers extension opcodes per connection instead and
+//     presents extension errors to xgb as core errors.
+//   - xgb's own log lines go to the first Screen's logger at debug level.
+//   - Coordinates must be whole pixels inside the screen (fractions, NaN and
+//     infinities are refused); wait, settle and scroll amounts out of range
+//     are clamped, as in the act specification.
+//   - A key may carry modifiers in its name ("ctrl+shift+t", "ctrl++" for
+//     plus) and in Modifiers; meta, cmd and win mean super; option means
+//     alt. A single character key types that character's key, with Shift or
+//     AltGr when the layout needs them.
+//   - Typing: "\r\n" and "\r" press Enter once. Characters the keymap lacks
+//     are bound to keycodes without symbols, then to XF86 media keys when
+//     those run out; bindings live until the end of the batch (after the
+//     settle time) and are restored to their original symbols then, so a
+//     client still processing keys never sees them vanish early. Caps Lock
+//     is not inspected: typing assumes it is off.
+//   - The kill switch trips when the pointer is within 10 px of a corner and
+//     the last batch did not leave it exactly there; waits check it every
+//     50 ms. Info reports it.
+//   - The desk lock is FIFO; at most MaxQueuedBatches wait, later ones get
+//     ErrBusy. LockTimeout 0 means DefaultLockTimeout.
+//   - Budget overruns return ErrTimeout (wire code timeout).
+//   - Focus matches window title or WM_CLASS as a substring, ignoring case;
+//     it uses _NET_ACTIVE_WINDOW when an EWMH window manager runs and
+//     otherwise raises the window and sets the input focus itself. An
+//     application it starts is detached (its own session, not our child).
+//     Without a window manager the active window is the focus window.
+//   - Screenshot paths must be absolute; files are written 0600 through a
+//     temporary file and rename. MaxWidth never scales up.
+//   - Observations are compared per CallerKey by a hash of the captured
+//     pixels and output parameters, before encoding, so an unchanged screen
+//     costs no encoding. ForgetCaller drops a key.
+//   - PNGs are 8-bit RGB with the Up filter, deflated in parallel strips;
+//     JPEGs are 4:2:0, encoded in parallel strips joined by restart markers.
+package capture

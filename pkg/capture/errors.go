@@ -1,0 +1,34 @@
+package capture
+
+import "errors"
+
+// Sentinel errors. Every error the package returns for one of these reasons
+// wraps the sentinel (test with errors.Is) and carries a message for people
+// that names the problem and the fix. The daemon maps them to wire codes:
+//
+//	ErrInvalid     invalid_params
+//	ErrTooLarge    invalid_params
+//	ErrRefused     refused
+//	ErrLockTimeout lock_timeout
+//	ErrBusy        busy
+//	ErrUnavailable screen_unavailable
+//	ErrTimeout     timeout
+//
+// Anything else is the package's own fault (internal).
+var (
+	// ErrInvalid: the request is wrong (bad region, monitor, size, path,
+	// format, quality, or an action the batch validator refuses).
+	ErrInvalid = errors.New("invalid request")
+	// ErrTooLarge: the encoded image is over the request's MaxInlineBytes.
+	ErrTooLarge = errors.New("image too large to send inline")
+	// ErrRefused: acting is disabled, or the kill switch stopped the batch.
+	ErrRefused = errors.New("refused")
+	// ErrLockTimeout: another batch held the screen for the whole wait.
+	ErrLockTimeout = errors.New("screen lock timeout")
+	// ErrBusy: too many batches are already queued for the screen.
+	ErrBusy = errors.New("screen busy")
+	// ErrUnavailable: there is no X display, or it went away.
+	ErrUnavailable = errors.New("screen unavailable")
+	// ErrTimeout: a batch ran past its time budget and was stopped.
+	ErrTimeout = errors.New("batch time budget exceeded")
+)

@@ -1,0 +1,544 @@
+package capture
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/BurntSushi/xgb/xproto"
+	"github.com/BurntSushi/xgb/xtest"
+)
+
+// X core event types XTEST fakes.
+const (
+	evKeyPress      = 2
+	evKeyRelease    = 3
+	evButtonPress   = 4
+	evButtonRelease = 5
+	evMotionNotify  = 6
+)
+
+// Key levels: which modifiers select a keysym on its key (core keymap
+// columns 0, 1, 4 and 5 under XKB: group 1 levels 1-4).
+const (
+	levelPlain = iota
+	levelShift
+	levelThree
+	levelThreeShift
+)
+
+// settlePerStroke and maxSettle size the pause before bindings change (see
+// inputRun.settle); within typeCharAllowance, which budgets two
+// keymapSettle pauses for every character.
+const (
+	settlePerStroke = 5 * time.Millisecond
+	maxSettle       = 2 * time.Second
+)
+
+// syncEvery bounds the keystrokes sent without a round trip, so the
+// server's input queue never holds more than a few hundred of ours.
+const syncEvery = 64
+
+type keyPos struct {
+	code  xproto.Keycode
+	level int
+}
+
+// keyboard is the keymap of one connection, loaded at the start of each
+// batch and again after a MappingNotify.
+type keyboard struct {
+	seen      uint64 // xconn.mappings when loaded
+	loaded    bool
+	perCode   int
+	syms      map[xproto.Keycode][]xproto.Keysym
+	byRune    map[rune]keyPos
+	byKeysym  map[uint32]keyPos
+	spare     []xproto.Keycode // keycodes without symbols, then media keys (see borrowable)
+	shiftCode xproto.Keycode
+	lvl3Code  xproto.Keycode // 0 when level 3 cannot be reached
+}
+
+// load reads the keyboard and modifier mappings.
+func (x *xconn) loadKeyboard() (*keyboard, error) {
+	seen := x.mappings.Load()
+	count := int(x.maxKey) - int(x.minKey) + 1
+	km, err := xproto.GetKeyboardMapping(x.c, x.minKey, byte(count)).Reply()
+	if err != nil || !x.alive() {
+		return nil, x.fail(err)
+	}
+	mm, err := xproto.GetModifierMapping(x.c).Reply()
+	if err != nil || !x.alive() {
+		return nil, x.fail(err)
+	}
+	kb := &keyboard{seen: seen, loaded: true, perCode: int(km.KeysymsPerKeycode),
+		syms: map[xproto.Keycode][]xproto.Keysym{}, byRune: map[rune]keyPos{}, byKeysym: map[uint32]keyPos{}}
+	n := kb.perCode
+	columns := [4]int{0, 1, 4, 5}
+	var media []xproto.Keycode
+	for i := 0; i < count && (i+1)*n <= len(km.Keysyms); i++ {
+		code := xproto.Keycode(int(x.minKey) + i)
+		syms := km.Keysyms[i*n : (i+1)*n]
+		kb.syms[code] = syms
+		switch borrowable(syms) {
+		case borrowEmpty:
+			kb.spare = append(kb.spare, code)
+			continue
+		case borrowMedia:
+			media = append(media, code)
+		}
+		for level, col := range columns {
+			if col >= n || syms[col] == 0 {
+				continue
+			}
+			ks := uint32(syms[col])
+			if old, ok := kb.byKeysym[ks]; !ok || level < old.level {
+				kb.byKeysym[ks] = keyPos{code, level}
+			}
+			if r := keysymRune(ks); r != 0 {
+				if old, ok := kb.byRune[r]; !ok || level < old.level {
+					kb.byRune[r] = keyPos{code, level}
+				}
+			}
+		}
+	}
+	kb.spare = append(kb.spare, media...)
+	// Shift is the first keycode of the Shift modifier row; level 3 is
+	// usable when a key holding ISO_Level3_Shift sits on a modifier row.
+	k := int(mm.KeycodesPerModifier)
+	for mod := 0; mod < 8 && (mod+1)*k <= len(mm.Keycodes); mod++ {
+		for _, code := range mm.Keycodes[mod*k : (mod+1)*k] {
+			if code == 0 {
+				continue
+			}
+			if mod == 0 && kb.shiftCode == 0 {
+				kb.shiftCode = code
+			}
+			for _, s := range kb.syms[code] {
+				if s == ksISOLevel3Shift && kb.lvl3Code == 0 && mod >= 3 {
+					kb.lvl3Code = code
+				}
+			}
+		}
+	}
+	if kb.lvl3Code == 0 {
+		// Level 3 unreachable: forget those positions so the characters
+		// get a temporary binding instead.
+		for r, p := range kb.byRune {
+			if p.level >= levelThree {
+				delete(kb.byRune, r)
+			}
+		}
+		for s, p := range kb.byKeysym {
+			if p.level >= levelThree {
+				delete(kb.byKeysym, s)
+			}
+		}
+	}
+	return kb, nil
+}
+
+const (
+	borrowNo = iota
+	borrowEmpty
+	borrowMedia
+)
+
+// borrowable tells whether a keycode may carry a temporary binding: keycodes
+// without symbols first; when those run out (an X server has about 20), the
+// keycodes of vendor media and launcher keys (XF86 keysyms, about 95 on
+// a PC keymap), which no typing needs and which are restored with the rest.
+// More slots mean fewer rebindings of a keycode within a batch, and a
+// rebinding is the one moment a slow client can misread a key.
+func borrowable(syms []xproto.Keysym) int {
+	empty, media := true, true
+	for _, s := range syms {
+		if s != 0 {
+			empty = false
+			if s&0xffffff00 != 0x1008ff00 {
+				media = false
+			}
+		}
+	}
+	switch {
+	case empty:
+		return borrowEmpty
+	case media:
+		return borrowMedia
+	}
+	return borrowNo
+}
+
+// inputRun is the input state of one batch: what it pressed (released when
+// it ends, whatever happens) and the temporary key bindings it made.
+type inputRun struct {
+	x       *xconn
+	kb      *keyboard
+	pressed []pressedInput // in press order
+	bound   map[uint32]xproto.Keycode
+	orig    map[xproto.Keycode][]xproto.Keysym // what bound keycodes held before
+	free    []xproto.Keycode                   // spare keycodes not bound yet
+	lastKey time.Time
+	strokes int // keys pressed since the bindings were last changed
+	sent    int // events since the last round trip
+	// held modifier levels while typing
+	shiftHeld, lvl3Held bool
+}
+
+type pressedInput struct {
+	button bool
+	detail byte
+}
+
+func newInputRun(x *xconn) *inputRun {
+	return &inputRun{x: x, bound: map[uint32]xproto.Keycode{}, orig: map[xproto.Keycode][]xproto.Keysym{}}
+}
+
+// refresh reloads the keymap when it changed (or was never read).
+func (in *inputRun) refresh() error {
+	if in.kb != nil && in.kb.seen == in.x.mappings.Load() {
+		return nil
+	}
+	kb, err := in.x.loadKeyboard()
+	if err != nil {
+		return err
+	}
+	in.kb = kb
+	in.free = in.free[:0]
+	for _, c := range kb.spare {
+		used := false
+		for _, b := range in.bound {
+			if b == c {
+				used = true
+			}
+		}
+		if !used {
+			in.free = append(in.free, c)
+		}
+	}
+	return nil
+}
+
+func (in *inputRun) fake(typ, detail byte, x, y int16) error {
+	xtest.FakeInput(in.x.c, typ, detail, 0, in.x.root, x, y, 0)
+	in.sent++
+	if in.sent >= syncEvery {
+		in.sent = 0
+		return in.x.sync()
+	}
+	if !in.x.alive() {
+		return in.x.fail(fmt.Errorf("fake input"))
+	}
+	return nil
+}
+
+func (in *inputRun) press(code xproto.Keycode) error {
+	in.strokes++
+	in.pressed = append(in.pressed, pressedInput{detail: byte(code)})
+	in.lastKey = time.Now()
+	return in.fake(evKeyPress, byte(code), 0, 0)
+}
+
+func (in *inputRun) release(code xproto.Keycode) error {
+	in.forget(false, byte(code))
+	in.lastKey = time.Now()
+	return in.fake(evKeyRelease, byte(code), 0, 0)
+}
+
+func (in *inputRun) forget(button bool, detail byte) {
+	for i := len(in.pressed) - 1; i >= 0; i-- {
+		if in.pressed[i].button == button && in.pressed[i].detail == detail {
+			in.pressed = append(in.pressed[:i], in.pressed[i+1:]...)
+			return
+		}
+	}
+}
+
+func (in *inputRun) move(x, y int) error { return in.fake(evMotionNotify, 0, int16(x), int16(y)) }
+
+func (in *inputRun) buttonDown(b int) error {
+	in.pressed = append(in.pressed, pressedInput{button: true, detail: byte(b)})
+	return in.fake(evButtonPress, byte(b), 0, 0)
+}
+
+func (in *inputRun) buttonUp(b int) error {
+	in.forget(true, byte(b))
+	return in.fake(evButtonRelease, byte(b), 0, 0)
+}
+
+// releaseAll lets go of everything the batch still holds, newest first. It
+// runs when a batch ends for any reason; on a dead connection there is
+// nothing left to release. unbindAll follows it.
+func (in *inputRun) releaseAll() {
+	if !in.x.alive() {
+		return
+	}
+	for i := len(in.pressed) - 1; i >= 0; i-- {
+		p := in.pressed[i]
+		typ := byte(evKeyRelease)
+		if p.button {
+			typ = evButtonRelease
+		}
+		xtest.FakeInput(in.x.c, typ, p.detail, 0, in.x.root, 0, 0, 0)
+	}
+	in.pressed = nil
+	in.shiftHeld, in.lvl3Held = false, false
+}
+
+// setLevel holds exactly the modifiers a key level needs.
+func (in *inputRun) setLevel(level int) error {
+	wantShift := level == levelShift || level == levelThreeShift
+	wantL3 := level >= levelThree
+	if wantShift != in.shiftHeld {
+		if in.kb.shiftCode == 0 {
+			return fmt.Errorf("the keyboard has no Shift key")
+		}
+		var err error
+		if wantShift {
+			err = in.press(in.kb.shiftCode)
+		} else {
+			err = in.release(in.kb.shiftCode)
+		}
+		if err != nil {
+			return err
+		}
+		in.shiftHeld = wantShift
+	}
+	if wantL3 != in.lvl3Held {
+		var err error
+		if wantL3 {
+			err = in.press(in.kb.lvl3Code)
+		} else {
+			err = in.release(in.kb.lvl3Code)
+		}
+		if err != nil {
+			return err
+		}
+		in.lvl3Held = wantL3
+	}
+	return nil
+}
+
+// lookup finds the key for a keysym typed as rune r (0 for none).
+func (in *inputRun) lookup(ks uint32, r rune) (keyPos, bool) {
+	if code, ok := in.bound[ks]; ok {
+		return keyPos{code, levelPlain}, true
+	}
+	if r != 0 && ks != ksReturn && ks != ksTab {
+		p, ok := in.kb.byRune[r]
+		return p, ok
+	}
+	p, ok := in.kb.byKeysym[ks]
+	return p, ok
+}
+
+// bind puts keysyms on spare keycodes. The caller made sure they fit.
+func (in *inputRun) bind(syms []uint32) error {
+	for _, ks := range syms {
+		code := in.free[0]
+		in.free = in.free[1:]
+		list := make([]xproto.Keysym, in.kb.perCode)
+		for i := range list {
+			list[i] = xproto.Keysym(ks)
+		}
+		in.orig[code] = in.kb.syms[code]
+		xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), list)
+		in.bound[ks] = code
+	}
+	return in.x.sync()
+}
+
+// unbindAll restores the spare keycodes to no symbols, after giving clients
+// time to look up the keys already sent with the bindings in place.
+func (in *inputRun) unbindAll() error {
+	if len(in.bound) == 0 || !in.x.alive() {
+		return nil
+	}
+	if err := in.x.sync(); err != nil {
+		return err
+	}
+	if wait := in.settle() - time.Since(in.lastKey); wait > 0 {
+		time.Sleep(wait)
+	}
+	in.strokes = 0
+	for _, code := range in.bound {
+		orig := in.orig[code]
+		delete(in.orig, code)
+		if len(orig) != in.kb.perCode {
+			orig = make([]xproto.Keysym, in.kb.perCode)
+		}
+		xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), orig)
+		in.free = append(in.free, code)
+	}
+	clear(in.bound)
+	return in.x.sync()
+}
+
+// settle is how long to leave the bindings in place after the last key:
+// clients look a key up when they process its event, and a terminal drawing
+// unfamiliar glyphs can be behind by a few milliseconds per key.
+func (in *inputRun) settle() time.Duration {
+	return min(keymapSettle+time.Duration(in.strokes)*settlePerStroke, maxSettle)
+}
+
+// typeText types s exactly: every character through the key that produces
+// it in the current layout, or through a temporary binding.
+func (in *inputRun) typeText(s string, stop func() error) error {
+	if err := in.refresh(); err != nil {
+		return err
+	}
+	type stroke struct {
+		ks uint32
+		r  rune
+	}
+	var strokes []stroke
+	prevCR := false
+	for _, r := range s {
+		if r == '\n' && prevCR {
+			prevCR = false
+			continue // "\r\n" is one Enter
+		}
+		prevCR = r == '\r'
+		ks, ok := runeKeysym(r)
+		if !ok {
+			return fmt.Errorf("the character %U cannot be typed", r)
+		}
+		if ks == ksReturn || ks == ksTab {
+			r = 0
+		}
+		strokes = append(strokes, stroke{ks, r})
+	}
+	for i := 0; i < len(strokes); {
+		// The longest run from i whose missing keysyms fit the free
+		// keycodes.
+		var need []uint32
+		needSet := map[uint32]bool{}
+		j := i
+		for ; j < len(strokes); j++ {
+			st := strokes[j]
+			if _, ok := in.lookup(st.ks, st.r); ok || needSet[st.ks] {
+				continue
+			}
+			if len(need) == len(in.free) {
+				break
+			}
+			needSet[st.ks] = true
+			need = append(need, st.ks)
+		}
+		if j == i {
+			if len(in.bound) == 0 {
+				return fmt.Errorf("the keymap has no spare keycode to bind %U to", strokes[i].r)
+			}
+			if err := in.setLevel(levelPlain); err != nil {
+				return err
+			}
+			if err := in.unbindAll(); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(need) > 0 {
+			if err := in.bind(need); err != nil {
+				return err
+			}
+		}
+		for k := i; k < j; k++ {
+			if k%syncEvery == 0 {
+				if err := stop(); err != nil {
+					return err
+				}
+			}
+			p, _ := in.lookup(strokes[k].ks, strokes[k].r)
+			if err := in.setLevel(p.level); err != nil {
+				return err
+			}
+			if err := in.press(p.code); err != nil {
+				return err
+			}
+			if err := in.release(p.code); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	if err := in.setLevel(levelPlain); err != nil {
+		return err
+	}
+	return in.x.sync()
+}
+
+// key presses a key with modifiers, like a person pressing ctrl+shift+t.
+func (in *inputRun) key(a Action) error {
+	if err := in.refresh(); err != nil {
+		return err
+	}
+	r := rune(0)
+	if len([]rune(a.Key)) == 1 {
+		r = []rune(a.Key)[0]
+	}
+	want := []uint32{a.Keysym}
+	for _, m := range a.Modifiers {
+		if m != "shift" {
+			want = append(want, modifierKeysyms[m])
+		}
+	}
+	var missing []uint32
+	for i, ks := range want {
+		rr := rune(0)
+		if i == 0 {
+			rr = r
+		}
+		if _, ok := in.lookup(ks, rr); !ok {
+			missing = append(missing, ks)
+		}
+	}
+	if len(missing) > len(in.free) {
+		if err := in.unbindAll(); err != nil {
+			return err
+		}
+		if len(missing) > len(in.free) {
+			return fmt.Errorf("the keymap has no spare keycode to bind %s to", a.Key)
+		}
+	}
+	if len(missing) > 0 {
+		if err := in.bind(missing); err != nil {
+			return err
+		}
+	}
+	main, _ := in.lookup(a.Keysym, r)
+	var mods []xproto.Keycode
+	level := main.level
+	for _, m := range a.Modifiers {
+		if m == "shift" {
+			// Shift is held through the key's level, like a Shift the
+			// character itself needs.
+			if level == levelPlain || level == levelThree {
+				level++
+			}
+			continue
+		}
+		p, _ := in.lookup(modifierKeysyms[m], 0)
+		mods = append(mods, p.code)
+	}
+	for _, c := range mods {
+		if err := in.press(c); err != nil {
+			return err
+		}
+	}
+	if err := in.setLevel(level); err != nil {
+		return err
+	}
+	if err := in.press(main.code); err != nil {
+		return err
+	}
+	if err := in.release(main.code); err != nil {
+		return err
+	}
+	if err := in.setLevel(levelPlain); err != nil {
+		return err
+	}
+	for i := len(mods) - 1; i >= 0; i-- {
+		if err := in.release(mods[i]); err != nil {
+			return err
+		}
+	}
+	return in.x.sync()
+}

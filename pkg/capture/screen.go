@@ -1,0 +1,336 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/BurntSushi/xgb"
+	"github.com/fsnotify/fsnotify"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Screen.
+type Options struct {
+	// Display is the X display, usually os.Getenv("DISPLAY"). Empty means
+	// there is none: every method returns ErrUnavailable.
+	Display string
+	// AllowAct enables Act; it is off by default (consent). SetAllowAct
+	// changes it at runtime.
+	AllowAct bool
+	// AuditPath is the JSONL audit log, e.g.
+	// $XDG_STATE_HOME/agentd/audit.jsonl. Empty disables auditing (tests
+	// only: the daemon must always set it).
+	AuditPath string
+	// AuditMaxBytes caps the audit log; over it the file is renamed to
+	// AuditPath+".1" (replacing the older one) and a new one started.
+	// Zero means DefaultAuditMaxBytes.
+	AuditMaxBytes int64
+	// Logger receives the package's logs; the zero Logger discards them.
+	Logger zerolog.Logger
+}
+
+// DefaultAuditMaxBytes caps the audit log when Options leave it zero: about
+// 50,000 batches, weeks of heavy use, small enough to read with jq.
+const DefaultAuditMaxBytes = 16 << 20
+
+// reconnectPoll is how often Run retries a display whose socket it cannot
+// watch (TCP displays, or /tmp/.X11-unix missing) or that refused a
+// connection; watched sockets reconnect as soon as they appear.
+const reconnectPoll = 2 * time.Second
+
+// Screen owns the connection to one X display: screenshots, input, the
+// one-batch-at-a-time lock, the consent gate, the kill switch and the audit
+// log. Its methods are safe for concurrent use.
+type Screen struct {
+	opts     Options
+	log      zerolog.Logger
+	allowAct atomic.Bool
+	audit    *auditLog
+
+	mu      sync.Mutex
+	x       *xconn
+	lastErr error // why there is no connection
+	closed  bool
+	changed chan struct{} // closed and replaced when the connection changes
+
+	desk    *deskLock
+	placed  pointerMark // where the last batch left the pointer
+	frameID atomic.Uint64
+
+	obsMu   sync.Mutex
+	lastObs map[string]uint64 // caller key → hash of the last observation sent
+}
+
+// New returns a Screen for opts.Display. It does not connect: the first
+// call, or Run, does. It fails only when the audit log cannot be opened.
+func New(opts Options) (*Screen, error) {
+	s := &Screen{
+		opts:    opts,
+		log:     opts.Logger.With().Str("component", "capture").Logger(),
+		desk:    newDeskLock(),
+		lastObs: make(map[string]uint64),
+		changed: make(chan struct{}),
+	}
+	s.allowAct.Store(opts.AllowAct)
+	quietXGB(s.log)
+	if opts.AuditPath != "" {
+		max := opts.AuditMaxBytes
+		if max <= 0 {
+			max = DefaultAuditMaxBytes
+		}
+		a, err := openAudit(opts.AuditPath, max)
+		if err != nil {
+			return nil, err
+		}
+		s.audit = a
+	}
+	return s, nil
+}
+
+// SetAllowAct turns acting on or off, e.g. after a config reload. A batch
+// already running finishes.
+func (s *Screen) SetAllowAct(allow bool) {
+	if s.allowAct.Swap(allow) != allow {
+		s.log.Info().Bool("allow_act", allow).Msg("acting consent changed")
+	}
+}
+
+// AllowAct reports whether Act may run.
+func (s *Screen) AllowAct() bool { return s.allowAct.Load() }
+
+// Close releases the X connection and its shared memory and closes the
+// audit log. Later calls return ErrUnavailable.
+func (s *Screen) Close() error {
+	s.mu.Lock()
+	x := s.x
+	s.x = nil
+	s.closed = true
+	s.lastErr = errors.New("the screen was closed")
+	s.mu.Unlock()
+	if x != nil {
+		x.close()
+	}
+	if s.audit != nil {
+		return s.audit.close()
+	}
+	return nil
+}
+
+// conn returns the live connection, connecting when there is none.
+func (s *Screen) conn() (*xconn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: the screen was closed", ErrUnavailable)
+	}
+	if s.x != nil {
+		if s.x.alive() {
+			return s.x, nil
+		}
+		dead := s.x
+		s.forgetLocked(dead, fmt.Errorf("the X server at DISPLAY %s went away (%v)", s.opts.Display, dead.sock.Err()))
+		// close waits for requests in flight, which end at once on a
+		// dead socket; do it without holding mu.
+		s.mu.Unlock()
+		dead.close()
+		s.mu.Lock()
+		if s.closed {
+			return nil, fmt.Errorf("%w: the screen was closed", ErrUnavailable)
+		}
+		if s.x != nil {
+			return s.x, nil
+		}
+	}
+	if s.opts.Display == "" {
+		s.lastErr = errors.New("no X display: DISPLAY is not set; start agentd from the graphical session or import it (systemctl --user import-environment DISPLAY XAUTHORITY)")
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, s.lastErr)
+	}
+	x, err := dialX(s.opts.Display)
+	if err != nil {
+		s.lastErr = err
+		return nil, fmt.Errorf("%w: %v; is the X server running?", ErrUnavailable, err)
+	}
+	s.x = x
+	s.lastErr = nil
+	s.signalLocked()
+	s.log.Info().Str("display", s.opts.Display).Bool("mit_shm", x.shmOK).Bool("xtest", x.xtestOK).Msg("connected to X")
+	return x, nil
+}
+
+// forgetLocked drops a dead connection; the caller closes it after
+// unlocking mu.
+func (s *Screen) forgetLocked(x *xconn, why error) {
+	if s.x != x {
+		return
+	}
+	s.x = nil
+	s.lastErr = why
+	s.signalLocked()
+	s.log.Warn().Err(why).Msg("lost X connection")
+}
+
+func (s *Screen) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// current returns the live connection and a channel closed on the next
+// change, without connecting.
+func (s *Screen) current() (*xconn, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.x, s.changed
+}
+
+// Run owns the display's lifecycle until ctx ends: it connects when the X
+// socket appears (fsnotify on its directory, with a slow poll as a fallback),
+// notices when the server goes away, and reconnects when it comes back. A
+// batch in flight when the server goes away fails with ErrUnavailable.
+// Without a display it waits for ctx. It returns nil when ctx ends.
+func (s *Screen) Run(ctx context.Context) error {
+	if s.opts.Display == "" {
+		s.log.Warn().Msg("no X display: DISPLAY is not set; screenshots and acting are unavailable")
+		<-ctx.Done()
+		return nil
+	}
+	network, addr, _, _, err := parseDisplay(s.opts.Display)
+	if err != nil {
+		s.log.Error().Err(err).Msg("bad DISPLAY; screenshots and acting are unavailable")
+		<-ctx.Done()
+		return nil
+	}
+	var watcher *fsnotify.Watcher
+	if network == "unix" {
+		if w, err := fsnotify.NewWatcher(); err == nil {
+			if err := w.Add(filepath.Dir(addr)); err == nil {
+				watcher = w
+				defer w.Close()
+			} else {
+				w.Close()
+			}
+		}
+	}
+	var fsEvents <-chan fsnotify.Event
+	var fsErrors <-chan error
+	if watcher != nil {
+		fsEvents, fsErrors = watcher.Events, watcher.Errors
+	}
+	poll := time.NewTicker(reconnectPoll)
+	defer poll.Stop()
+	logged := false
+	for {
+		x, changed := s.current()
+		var dead <-chan struct{}
+		if x != nil {
+			dead = x.sock.Dead()
+		} else if _, err := s.conn(); err != nil {
+			if !logged {
+				s.log.Warn().Err(err).Msg("X display not reachable; waiting for it")
+				logged = true
+			}
+		} else {
+			logged = false
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-dead:
+			s.mu.Lock()
+			s.forgetLocked(x, fmt.Errorf("the X server at DISPLAY %s went away (%v)", s.opts.Display, x.sock.Err()))
+			s.mu.Unlock()
+			x.close()
+		case <-changed:
+		case ev := <-fsEvents:
+			if ev.Name != addr || !ev.Has(fsnotify.Create) {
+				continue
+			}
+			// The server creates its socket just before it listens;
+			// give it a moment rather than failing and logging.
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		case err := <-fsErrors:
+			s.log.Debug().Err(err).Msg("watching the X socket directory")
+		case <-poll.C:
+		}
+	}
+}
+
+// Info describes the display, the connection and the package's state. It
+// does not fail: without a connection it says why in Reason.
+func (s *Screen) Info(ctx context.Context) Info {
+	info := Info{Display: s.opts.Display, AllowAct: s.AllowAct(), KillSwitch: "armed"}
+	info.Holder, info.Waiting = s.desk.holder()
+	x, err := s.conn()
+	if err != nil {
+		info.Reason = err.Error()
+		return info
+	}
+	if err := x.enter(); err != nil {
+		info.Reason = err.Error()
+		return info
+	}
+	defer x.leave()
+	r, err := x.screenRect()
+	if err != nil {
+		info.Reason = err.Error()
+		return info
+	}
+	info.Connected = true
+	info.Width, info.Height = r.Dx(), r.Dy()
+	info.Monitors = x.monitors(r)
+	if x.shmOK {
+		info.Extensions = append(info.Extensions, "MIT-SHM")
+		info.CaptureMethod = MethodSHM
+	} else {
+		info.CaptureMethod = MethodGetImage
+	}
+	info.CaptureWhy = x.shmWhy
+	if !x.pixelOK {
+		info.CaptureWhy = x.pixelWhy
+	}
+	if x.xtestOK {
+		info.Extensions = append(info.Extensions, "XTEST")
+	}
+	info.InputWhy = x.xtestWhy
+	if x.xkbOK {
+		info.Extensions = append(info.Extensions, "XKEYBOARD")
+	}
+	if x.randrOK {
+		info.Extensions = append(info.Extensions, "RANDR")
+	}
+	info.KeyboardLayout, info.KeyboardVariant = x.keyboardLayout()
+	if p, _, err := x.pointer(); err == nil && inCorner(p, r) && !s.placed.is(p) {
+		info.KillSwitch = "tripped: the pointer rests in a screen corner; move it away to allow acting"
+	}
+	return info
+}
+
+var xgbLogOnce sync.Once
+
+// quietXGB sends xgb's own log lines (it logs to stderr through a package
+// variable) to the first Screen's logger at debug level, once per process.
+func quietXGB(l zerolog.Logger) {
+	xgbLogOnce.Do(func() {
+		xgb.Logger = log.New(debugWriter{l}, "", 0)
+	})
+}
+
+type debugWriter struct{ l zerolog.Logger }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.l.Debug().Str("from", "xgb").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
