@@ -1,0 +1,220 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// BenchmarkSpawnToRunning measures Spawn until the program runs (worker
+// process started, program started, socket attached).
+func BenchmarkSpawnToRunning(b *testing.B) {
+	m := newTestEnv(b).manager(b)
+	ctx := context.Background()
+	var ds []time.Duration
+	for i := 0; b.Loop(); i++ {
+		name := "s" + strconv.Itoa(i)
+		start := time.Now()
+		if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: []string{"cat"}, Cwd: "/"}); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		m.Stop(ctx, StopRequest{Name: name, Signal: "KILL"})
+		m.Remove(ctx, name, false)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(median(ds).Microseconds())/1000, "ms-median")
+}
+
+// BenchmarkAskUntil measures an ask with until on a program that answers at
+// once (cat: the answer is the line echoed back).
+func BenchmarkAskUntil(b *testing.B) {
+	m := newTestEnv(b).manager(b)
+	ctx := context.Background()
+	if _, err := m.Spawn(ctx, SpawnRequest{Name: "cat", Argv: []string{"cat"}, Cwd: "/"}); err != nil {
+		b.Fatal(err)
+	}
+	var ds []time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		res, err := m.Ask(ctx, AskRequest{Name: "cat", Text: "ping" + strconv.Itoa(i), Until: "^ping"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		if res.Answer != "ping"+strconv.Itoa(i) {
+			b.Fatalf("answer %q", res.Answer)
+		}
+	}
+	b.ReportMetric(float64(median(ds).Microseconds())/1000, "ms-median")
+}
+
+const floodLine = "0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// floodCmd prints n bytes as fast as it can.
+func floodCmd(n int) []string {
+	return []string{"sh", "-c", fmt.Sprintf("yes %s | head -c %d", floodLine, n)}
+}
+
+// bareRead runs argv in a PTY in this process and reads it to the end: the
+// ceiling for throughput.
+func bareRead(b *testing.B, argv []string) (int, time.Duration) {
+	master, slave, err := openPTY(DefaultCols, DefaultRows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer master.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); slave.Close(); close(done) }()
+	buf := make([]byte, 64<<10)
+	n := 0
+	var first, last time.Time
+	for {
+		k, err := master.Read(buf)
+		if k > 0 {
+			if n == 0 {
+				first = time.Now()
+			}
+			last = time.Now()
+		}
+		n += k
+		if err != nil {
+			break
+		}
+	}
+	<-done
+	_ = start
+	return n, last.Sub(first)
+}
+
+// BenchmarkThroughput compares output throughput through the worker into
+// the event log (and screen model) with a bare PTY reader, in one run. Both
+// are timed from the first output byte to the last (the session by its
+// event-log timestamps), so process start-up is left out of either.
+func BenchmarkThroughput(b *testing.B) {
+	const size = 32 << 20
+	e := newTestEnv(b)
+	m := e.manager(b)
+	ctx := context.Background()
+	var bare, sess float64
+	for i := 0; b.Loop(); i++ {
+		n, d := bareRead(b, floodCmd(size))
+		bare += float64(n) / d.Seconds()
+		name := "t" + strconv.Itoa(i)
+		start := time.Now()
+		if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: floodCmd(size), Cwd: "/"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Wait(ctx, WaitRequest{Name: name, Exit: true, Timeout: time.Minute}); err != nil {
+			b.Fatal(err)
+		}
+		_ = start
+		// From the first output record to the last, by the log's clock.
+		var first, last time.Time
+		m.Logs(ctx, LogsRequest{Name: name}, func(ev Event) error {
+			if ev.Type == EventOutput {
+				if first.IsZero() {
+					first = ev.TS
+				}
+				last = ev.TS
+			}
+			return nil
+		})
+		d = last.Sub(first)
+		st, err := m.Status(ctx, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Bytes < size {
+			b.Fatalf("recorded %d bytes, want %d", st.Bytes, size)
+		}
+		sess += float64(st.Bytes) / d.Seconds()
+		m.Remove(ctx, name, true)
+	}
+	n := float64(b.N)
+	b.ReportMetric(bare/n/1e6, "MB/s-bare")
+	b.ReportMetric(sess/n/1e6, "MB/s-session")
+	b.ReportMetric(100*sess/bare, "%-of-bare")
+}
+
+func rssKiB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			k, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return k
+		}
+	}
+	return -1
+}
+
+// BenchmarkWorkerRSS floods a session with output far past its log cap and
+// reports the worker's resident memory early and late in the flood (it
+// should stay flat) and the log's size on disk (under the cap).
+func BenchmarkWorkerRSS(b *testing.B) {
+	e := newTestEnv(b)
+	e.opts.LogCap = 8 << 20
+	m := e.manager(b)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		name := "r" + strconv.Itoa(i)
+		info, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: floodCmd(256 << 20), Cwd: "/"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var samples []int
+		var maxLog int64
+		for {
+			if r := rssKiB(info.WorkerPID); r > 0 {
+				samples = append(samples, r)
+			}
+			var size int64
+			for _, f := range []string{logName, logOldName} {
+				if fi, err := os.Stat(filepath.Join(e.opts.StateDir, "sessions", name, f)); err == nil {
+					size += fi.Size()
+				}
+			}
+			maxLog = max(maxLog, size)
+			_, err := m.Wait(ctx, WaitRequest{Name: name, Exit: true, Timeout: 100 * time.Millisecond})
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrTimeout) {
+				b.Fatal(err)
+			}
+		}
+		if len(samples) >= 4 {
+			q := len(samples) / 4
+			b.ReportMetric(float64(samples[q])/1024, "MiB-rss-early")
+			b.ReportMetric(float64(slices.Max(samples[q:]))/1024, "MiB-rss-max-after")
+		}
+		b.ReportMetric(float64(maxLog)/(1<<20), "MiB-log-max")
+		b.ReportMetric(float64(e.opts.LogCap)/(1<<20), "MiB-log-cap")
+		m.Remove(ctx, name, true)
+	}
+}

@@ -1,0 +1,92 @@
+// Package session owns agentd's agent sessions: named programs running in
+// pseudo-terminals, each under its own worker process, with a manifest, an
+// event log and a terminal screen model. It exports Go types, methods and
+// sentinel errors and knows nothing of the daemon's wire protocol semantics
+// (pkg/daemon turns its errors into wire codes). It uses pkg/wire only for
+// framing and for the generic client/server connection between the Manager
+// and its workers, and must not import pkg/daemon or pkg/capture.
+//
+// # Workers
+//
+// Every session runs under a worker process (`agentd worker`, the same
+// binary; see RunWorker) that the Manager starts detached in its own process
+// session. The worker owns the PTY master, starts the program in a new
+// session with the PTY as its controlling terminal, records every event in
+// the event log, keeps the screen model, and serves a per-session socket
+// (mode 0600, pkg/wire framing) in the runtime directory. The daemon never
+// holds a PTY, so it can crash, restart or be upgraded while every program
+// keeps running; a new Manager re-attaches through Reconcile.
+//
+// The Manager hands the worker its spawn specification over an inherited
+// socket pair (fd 3) rather than argv, so that the environment never shows
+// in ps, and the worker answers on the same socket once the program has
+// started (or why it could not), before Spawn returns.
+//
+// The worker is a child subreaper (PR_SET_CHILD_SUBREAPER): descendants that
+// the program orphans are re-parented to it, so Stop can find and kill every
+// descendant (its process group, its session, and any process below the
+// worker, even one that called setsid) and reap them all. The program gets
+// PR_SET_PDEATHSIG=SIGKILL, and the PTY hangs up, when its worker dies, so a
+// program never outlives a killed worker. When the program ends by itself,
+// whatever it left running in the background is killed too: a session's
+// processes end with the session.
+//
+// # Screen model
+//
+// The screen is modelled with github.com/charmbracelet/x/vt rather than
+// github.com/hinshun/vt10x. vt handles grapheme clusters and wide
+// characters, the alternate screen, scroll regions and the modes modern
+// agents use, it reports mode changes through callbacks (used to track
+// bracketed paste, DECSET 2004), and it answers the terminal's queries
+// (device attributes, cursor position reports) the way a real terminal does,
+// which TUIs such as coding agents wait for at start. vt10x is unmaintained
+// since 2022, does not answer queries and mis-measures wide characters.
+// The worker drains vt's reply pipe into the PTY, dropping replies rather
+// than blocking the output path if the program stops reading.
+// vt is slow at scrolling (it copies the screen on every line feed), so the
+// worker records output in the log at once and feeds the screen lazily,
+// shortening long runs of plain text to the lines that stay visible (see
+// fastpath.go); it keeps no scrollback. The PTY is opened directly rather
+// than through github.com/creack/pty, whose ioctls put the master into
+// blocking mode, so reads and writes keep deadlines.
+//
+// # Files
+//
+// Under the state directory (ManagerOptions.StateDir):
+//
+//	sessions/<name>/manifest.json     the session's record, replaced atomically
+//	                                  (temp file, fsync, rename, fsync dir)
+//	sessions/<name>/events.jsonl      the event log, one JSON record per line
+//	sessions/<name>/events.jsonl.1    the previous part after rotation
+//	sessions/<name>/worker.log        the worker's own diagnostics (stderr)
+//
+// and under the runtime directory (ManagerOptions.RuntimeDir) one socket per
+// live worker, <name>.sock. The manifest keeps the names of the environment
+// variables given at spawn, never their values.
+//
+// # Event log
+//
+// Each line is one Event: {"seq":N,"ts":"RFC 3339 nano","type":...}, seq
+// starting at 1 and increasing by one across rotation. Output and input
+// bytes are stored in "data" as a JSON string when they are valid UTF-8, and
+// otherwise base64-encoded in "data_b64" (exactly one of the two is present),
+// so every byte survives. The worker writes the log with one write per
+// record, so output produced while the daemon is down is recorded. When
+// events.jsonl grows past half of the cap (ManagerOptions.LogCap) it is
+// renamed to events.jsonl.1, replacing the older part: the log on disk never
+// exceeds the cap by more than one record. A last line torn by a crash (no
+// newline, or not a valid record) is cut when the log is opened for writing;
+// every line before it is kept. Readers skip it.
+//
+// # Spawn failure
+//
+// A program that cannot start (missing binary, unreadable cwd) makes Spawn
+// return ErrSpawnFailed with the reason, and leaves no session behind, so the
+// name can be used again at once. The termination category spawn_failure is
+// carried by that error (SpawnError).
+//
+// # Privacy
+//
+// Nothing a user typed, asked or was answered is ever written to the logger;
+// it goes to the session's own event log only.
+package session

@@ -1,0 +1,88 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Every error a Manager method returns wraps at most one of
+// them, so a caller matches with errors.Is; the message itself is written for
+// people and names the thing and the fix.
+var (
+	// ErrNotFound is a session name with no session.
+	ErrNotFound = errors.New("session not found")
+	// ErrExists is a spawn of a name already taken.
+	ErrExists = errors.New("session exists")
+	// ErrInvalid is a request that is wrong in itself: a bad name, size,
+	// key, pattern or text.
+	ErrInvalid = errors.New("invalid request")
+	// ErrSpawnFailed is a program that could not be started.
+	ErrSpawnFailed = errors.New("spawn failed")
+	// ErrInvalidStatus is an operation the session's status does not allow
+	// (see StatusInfo).
+	ErrInvalidStatus = errors.New("not allowed in the session's status")
+	// ErrLockTimeout is an ask that waited for another ask to finish and
+	// gave up.
+	ErrLockTimeout = errors.New("lock timeout")
+	// ErrTimeout is an ask or wait that ran past its deadline; the error is
+	// a *TimeoutError carrying what was seen.
+	ErrTimeout = errors.New("timeout")
+	// ErrBusy is a capacity limit, such as ManagerOptions.MaxSessions.
+	ErrBusy = errors.New("busy")
+)
+
+// Error is a domain error: a sentinel (Kind) with a message for people.
+// errors.Is(err, ErrNotFound) works through it.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// SpawnError is a program that could not be started. It wraps ErrSpawnFailed.
+type SpawnError struct {
+	Name   string // the session
+	Reason string // why, e.g. `exec: "nope": executable file not found in $PATH`
+}
+
+func (e *SpawnError) Error() string {
+	return fmt.Sprintf("session %q could not start its program: %s; check the command and its working directory", e.Name, e.Reason)
+}
+
+// Unwrap returns ErrSpawnFailed.
+func (e *SpawnError) Unwrap() error { return ErrSpawnFailed }
+
+// Category returns the termination category such a session would have had.
+func (e *SpawnError) Category() Termination { return TermSpawnFailure }
+
+// TimeoutError is an ask or wait that ran past its deadline. It wraps
+// ErrTimeout and carries the evidence: what the program printed so far and
+// the screen at the deadline.
+type TimeoutError struct {
+	Name    string        `json:"name"`
+	Op      string        `json:"op"` // "ask" or "wait"
+	Timeout time.Duration `json:"timeout_ns"`
+	// Partial is the answer collected so far (asks only), as plain text.
+	Partial string `json:"partial,omitempty"`
+	// Screen is the visible screen at the deadline.
+	Screen []string `json:"screen"`
+	// FromSeq and ToSeq are the event-log range the operation covered.
+	FromSeq uint64 `json:"from_seq"`
+	ToSeq   uint64 `json:"to_seq"`
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s on session %q ran past its %s deadline; the screen and what was seen are attached, raise the timeout or check the program", e.Op, e.Name, e.Timeout)
+}
+
+// Unwrap returns ErrTimeout.
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }

@@ -1,0 +1,842 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// StateDir holds the sessions' files (StateDir/sessions/<name>/); the
+	// daemon passes $XDG_STATE_HOME/agentd. Required.
+	StateDir string
+	// RuntimeDir holds the workers' sockets (RuntimeDir/<name>.sock). It
+	// must be short: a socket path must fit in 108 bytes. The daemon passes
+	// its socket's directory plus "/sessions". Required.
+	RuntimeDir string
+	// DaemonSocket is the daemon's socket, given to every program as
+	// AGENTD_SOCKET.
+	DaemonSocket string
+	// WorkerCommand starts a worker; the default is this executable with
+	// the argument "worker" (cmd/agentd then calls RunWorker).
+	WorkerCommand []string
+	// WorkerEnv is added to the environment of worker processes (not of the
+	// programs they run).
+	WorkerEnv []string
+	// LogCap caps each session's event log on disk; zero is DefaultLogCap.
+	LogCap int64
+	// MaxSessions bounds the live sessions; zero is DefaultMaxSessions.
+	// Past it Spawn returns ErrBusy.
+	MaxSessions int
+	// SpawnTimeout bounds how long a worker may take to start its program;
+	// zero is 15 s.
+	SpawnTimeout time.Duration
+	// Logger receives the Manager's own diagnostics (never what a user
+	// typed or asked); nil discards them.
+	Logger *zerolog.Logger
+}
+
+// maxSunPath is the longest socket path Linux accepts (sun_path minus NUL).
+const maxSunPath = 107
+
+// Manager runs sessions through their workers. It is safe for concurrent
+// use. Closing it leaves every session running; a new Manager on the same
+// directories takes them over (Reconcile, or on first use of each).
+type Manager struct {
+	opts     ManagerOptions
+	log      zerolog.Logger
+	sessions string // StateDir/sessions
+
+	attachMu sync.Mutex // serialises attaching to (or judging) a worker
+
+	mu       sync.Mutex
+	live     map[string]*handle
+	spawning int
+	closed   bool
+	closing  chan struct{}
+	wg       sync.WaitGroup // watchers
+}
+
+// handle is the Manager's connection to one live worker.
+type handle struct {
+	name        string
+	client      *wire.Client
+	workerPID   int
+	workerStart uint64
+	programPID  int
+	socket      string
+	gone        chan struct{} // closed once the watcher has handled the worker's end
+}
+
+// NewManager checks the options, creates the directories and returns a
+// Manager. It does not reconcile: call Reconcile (the daemon does so in the
+// background once it serves); every method also attaches on demand to a
+// live worker it has not met yet.
+func NewManager(opts ManagerOptions) (*Manager, error) {
+	if opts.StateDir == "" || opts.RuntimeDir == "" {
+		return nil, errors.New("session manager needs a state directory and a runtime directory")
+	}
+	if n := len(filepath.Join(opts.RuntimeDir, strings.Repeat("x", MaxNameLen)+".sock")); n > maxSunPath {
+		return nil, fmt.Errorf("runtime directory %s is too long for session sockets (%d bytes, at most %d); use a shorter one", opts.RuntimeDir, n, maxSunPath)
+	}
+	if len(opts.WorkerCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the agentd executable to run workers: %w", err)
+		}
+		opts.WorkerCommand = []string{exe, "worker"}
+	}
+	if opts.LogCap <= 0 {
+		opts.LogCap = DefaultLogCap
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.SpawnTimeout <= 0 {
+		opts.SpawnTimeout = 15 * time.Second
+	}
+	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"),
+		live: map[string]*handle{}, closing: make(chan struct{})}
+	if opts.Logger != nil {
+		m.log = opts.Logger.With().Str("component", "session").Logger()
+	} else {
+		m.log = zerolog.Nop()
+	}
+	for _, d := range []string{m.sessions, opts.RuntimeDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return m, nil
+}
+
+// Close drops the connections to the workers and waits for the Manager's
+// goroutines. Sessions keep running. Calls in flight fail.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.closing)
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+func (m *Manager) dir(name string) string    { return filepath.Join(m.sessions, name) }
+func (m *Manager) socket(name string) string { return filepath.Join(m.opts.RuntimeDir, name+".sock") }
+
+func notFound(name string) error {
+	return errorf(ErrNotFound, "session %q does not exist; agentctl list shows the sessions", name)
+}
+
+var errClosed = errors.New("session manager is closed")
+
+// Spawn starts a session and returns once its program runs (or could not
+// start: ErrSpawnFailed, with nothing left behind). A taken name is
+// ErrExists; bad parameters are ErrInvalid; MaxSessions live sessions are
+// ErrBusy. Of two spawns of one name at once, exactly one wins.
+func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
+	if err := ValidateName(req.Name); err != nil {
+		return nil, err
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return nil, errorf(ErrInvalid, "spawn of %q has no command; give the program to run, e.g. agentctl spawn %s -- claude", req.Name, req.Name)
+	}
+	if len(req.Argv) > MaxArgs || len(req.Env) > MaxEnv {
+		return nil, errorf(ErrInvalid, "spawn of %q has too many arguments or environment variables (at most %d and %d)", req.Name, MaxArgs, MaxEnv)
+	}
+	for _, a := range req.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errorf(ErrInvalid, "spawn of %q: an argument contains a NUL byte, which no program can receive", req.Name)
+		}
+	}
+	var keys []string
+	for _, kv := range req.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			return nil, errorf(ErrInvalid, "environment entry %q is not valid; give KEY=value with a non-empty KEY without '='", kv)
+		}
+		keys = append(keys, k)
+	}
+	if req.Cols == 0 {
+		req.Cols = DefaultCols
+	}
+	if req.Rows == 0 {
+		req.Rows = DefaultRows
+	}
+	if err := validateSize(req.Cols, req.Rows); err != nil {
+		return nil, err
+	}
+	if req.Cwd == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "/"
+		}
+		req.Cwd = home
+	}
+	if !filepath.IsAbs(req.Cwd) {
+		return nil, errorf(ErrInvalid, "working directory %q is relative; give an absolute path", req.Cwd)
+	}
+
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errClosed
+	}
+	if len(m.live)+m.spawning >= m.opts.MaxSessions {
+		m.mu.Unlock()
+		return nil, errorf(ErrBusy, "%d sessions are running, the limit; stop or remove one first", m.opts.MaxSessions)
+	}
+	m.spawning++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.spawning--
+		m.mu.Unlock()
+	}()
+
+	dir := m.dir(req.Name)
+	// The directory is the name's claim: mkdir is atomic, so one spawn wins.
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, errorf(ErrExists, "session %q exists; pick another name, or remove it first with agentctl rm %s", req.Name, req.Name)
+		}
+		return nil, fmt.Errorf("create session directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(dir)
+		}
+	}()
+	env := programEnv(os.Environ(), req.Env, req.Name, m.opts.DaemonSocket)
+	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
+		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
+		CreatedAt: time.Now().UTC()}
+	ready, exited, err := m.startWorker(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if !ready.OK {
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
+		m.log.Info().Str("session", req.Name).Str("reason", ready.Error).Msg("spawn failed")
+		return nil, &SpawnError{Name: req.Name, Reason: ready.Error}
+	}
+	ok = true
+	h, err := m.attach(ctx, req.Name)
+	if err != nil {
+		// A program that ends at once takes its worker with it before we
+		// connect: that is a session that ran, not a failure.
+		select {
+		case <-exited:
+		case <-time.After(2 * time.Second):
+		}
+		if man, merr := readManifest(dir); merr == nil && man.Status.Terminal() {
+			m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Msg("session spawned and ended")
+			return infoFromManifest(man), nil
+		}
+		return nil, fmt.Errorf("session %q started but its worker cannot be reached: %w", req.Name, err)
+	}
+	m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Int("worker_pid", ready.WorkerPID).Msg("session spawned")
+	return m.infoLive(ctx, h)
+}
+
+// programEnv is the program's environment: the daemon's, then the
+// request's, with TERM defaulted and AGENTD_SESSION/AGENTD_SOCKET forced.
+func programEnv(base, extra []string, name, sock string) []string {
+	idx := map[string]int{}
+	var env []string
+	set := func(kv string) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			env[i] = kv
+			return
+		}
+		idx[k] = len(env)
+		env = append(env, kv)
+	}
+	set("TERM=xterm-256color")
+	for _, kv := range base {
+		if strings.HasPrefix(kv, "TERM=") {
+			continue // the program's terminal is ours, not the daemon's
+		}
+		set(kv)
+	}
+	for _, kv := range extra {
+		set(kv)
+	}
+	set("AGENTD_SESSION=" + name)
+	set("AGENTD_SOCKET=" + sock)
+	return env
+}
+
+// startWorker starts a worker process and exchanges the specification and
+// the start report with it over a socket pair. exited is closed when the
+// worker process has ended (and been reaped).
+func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerReady, <-chan struct{}, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "spawn-parent"), os.NewFile(uintptr(fds[1]), "spawn-child")
+	defer child.Close()
+	conn, err := net.FileConn(parent)
+	parent.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	defer conn.Close()
+	logf, err := os.OpenFile(filepath.Join(spec.SessionDir, "worker.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	wc := m.opts.WorkerCommand
+	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: append(os.Environ(), m.opts.WorkerEnv...), Dir: "/",
+		Stdout: logf, Stderr: logf, ExtraFiles: []*os.File{child},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if filepath.Base(wc[0]) == wc[0] {
+		if p, err := exec.LookPath(wc[0]); err == nil {
+			cmd.Path = p
+		}
+	}
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start session worker %s: %w", wc[0], err)
+	}
+	child.Close()
+	// The worker is our child until we exit; this goroutine reaps it so it
+	// never lingers as a zombie. It ends when the worker does (which may be
+	// after this Manager is closed: the worker outlives it by design).
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	deadline := time.Now().Add(m.opts.SpawnTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	var ready workerReady
+	err = writeJSONFrame(conn, spec)
+	if err == nil {
+		var body []byte
+		if body, err = wire.ReadFrame(conn); err == nil {
+			err = json.Unmarshal(body, &ready)
+		}
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		<-exited
+		reason := "the session worker ended before reporting"
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			reason = fmt.Sprintf("the session worker did not report within %s", m.opts.SpawnTimeout)
+		}
+		if tail := logTail(filepath.Join(spec.SessionDir, "worker.log")); tail != "" {
+			reason += ": " + tail
+		}
+		return &workerReady{Error: reason}, exited, nil
+	}
+	return &ready, exited, nil
+}
+
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 400 {
+		s = "..." + s[len(s)-400:]
+	}
+	return s
+}
+
+// attach connects to a live worker and starts watching it.
+func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	m.mu.Lock()
+	if h := m.live[name]; h != nil && h.client.Err() == nil {
+		m.mu.Unlock()
+		return h, nil
+	}
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := wire.Dial(dctx, m.socket(name), wire.ClientOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var st liveStatus
+	if err := c.Call(dctx, mHello, nil, &st); err != nil {
+		c.Close()
+		return nil, err
+	}
+	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID,
+		socket: m.socket(name), gone: make(chan struct{})}
+	if ps, ok := readProcStat(st.WorkerPID); ok {
+		h.workerStart = ps.start
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		c.Close()
+		return nil, errClosed
+	}
+	m.live[name] = h
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go m.watch(h)
+	return h, nil
+}
+
+// watch waits for a worker's connection to end and then settles the
+// session: ended normally, worker dead (host_death), or reconnect later.
+func (m *Manager) watch(h *handle) {
+	defer m.wg.Done()
+	defer close(h.gone)
+	select {
+	case <-h.client.Done():
+	case <-m.closing:
+		h.client.Close()
+		return
+	}
+	m.mu.Lock()
+	if m.live[h.name] == h {
+		delete(m.live, h.name)
+	}
+	m.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		man, err := readManifest(m.dir(h.name))
+		if err != nil || man.Status.Terminal() {
+			return
+		}
+		if !processAlive(h.workerPID, h.workerStart) {
+			m.attachMu.Lock()
+			if man, err := readManifest(m.dir(h.name)); err == nil && !man.Status.Terminal() {
+				m.markDead(h.name, man, fmt.Sprintf("worker %d died", h.workerPID))
+			}
+			m.attachMu.Unlock()
+			return
+		}
+		if time.Now().After(deadline) {
+			// The worker lives but our connection broke; the next call
+			// attaches again.
+			return
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-m.closing:
+			return
+		}
+	}
+}
+
+// markDead records a session whose worker is gone as failed (host_death),
+// and kills whatever of its program may be left. Called with attachMu held.
+func (m *Manager) markDead(name string, man *Manifest, detail string) {
+	if man.ProgramPID > 0 {
+		signalAll(man.ProgramPID, sessionMembers(man.ProgramPID, 0, 0), syscall.SIGKILL)
+	}
+	dir := m.dir(name)
+	now := time.Now().UTC()
+	if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
+		l.append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
+		l.append(&Event{Type: EventExit, Termination: TermHostDeath})
+		man.Events = l.seq
+		l.close()
+	}
+	man.Status, man.Termination, man.Reason, man.EndedAt = StatusFailed, TermHostDeath, detail, &now
+	if err := writeManifest(dir, man); err != nil {
+		m.log.Error().Err(err).Str("session", name).Msg("write manifest")
+	}
+	if man.Socket != "" {
+		os.Remove(man.Socket)
+	}
+	m.log.Warn().Str("session", name).Str("detail", detail).Msg("session failed: its worker is gone")
+}
+
+// lookup returns the live handle of name (attaching if need be) or, for a
+// session without a live worker, nil and its manifest.
+func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	h := m.live[name]
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, nil, errClosed
+	}
+	if h != nil && h.client.Err() == nil {
+		return h, nil, nil
+	}
+	if h != nil {
+		// Its watcher is settling it; let it finish.
+		select {
+		case <-h.gone:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	man, err := readManifest(m.dir(name))
+	if err != nil {
+		if errors.Is(err, errNoManifest) {
+			if _, serr := os.Stat(m.dir(name)); serr != nil {
+				return nil, nil, notFound(name)
+			}
+			return nil, &Manifest{Name: name, Status: StatusStarting}, nil
+		}
+		return nil, nil, err
+	}
+	if !man.Status.Allows().Live {
+		return nil, man, nil
+	}
+	h, err = m.attach(ctx, name)
+	if err == nil {
+		return h, nil, nil
+	}
+	// No worker answers: judge it.
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	man, rerr := readManifest(m.dir(name))
+	if rerr != nil {
+		return nil, nil, rerr
+	}
+	if man.Status.Allows().Live && !processAlive(man.WorkerPID, man.WorkerStart) {
+		m.markDead(name, man, fmt.Sprintf("worker %d is gone", man.WorkerPID))
+	}
+	if !man.Status.Allows().Live {
+		return nil, man, nil
+	}
+	return nil, nil, fmt.Errorf("session %q: its worker (pid %d) does not answer (%v); try again, or agentctl stop %s", name, man.WorkerPID, err, name)
+}
+
+// settleEnded returns the manifest of h's session when it has ended (after
+// its worker has exited, so nothing writes to its files any more), or nil
+// while it runs.
+func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error) {
+	man, err := readManifest(m.dir(h.name))
+	if err != nil || !man.Status.Terminal() {
+		return nil, err
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for processAlive(h.workerPID, h.workerStart) && time.Now().Before(deadline) {
+		select {
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return man, nil
+}
+
+// call runs a worker method for op on name's live worker.
+func (m *Manager) call(ctx context.Context, name, op, method string, params, result any) error {
+	h, man, err := m.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		return statusError(name, man.Status, man.Termination, op)
+	}
+	err = h.client.Call(ctx, method, params, result)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return fromWireError(err)
+	}
+	// The connection broke under the call.
+	select {
+	case <-h.gone:
+	case <-time.After(2 * time.Second):
+	}
+	if man, rerr := readManifest(m.dir(name)); rerr == nil && man.Status.Terminal() {
+		return statusError(name, man.Status, man.Termination, op)
+	}
+	return fmt.Errorf("session %q: the connection to its worker broke during %s, so the outcome is unknown; agentctl status %s shows the session", name, op, name)
+}
+
+func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
+	var st liveStatus
+	if err := h.client.Call(ctx, mStatus, nil, &st); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return m.Status(ctx, h.name)
+	}
+	return m.infoFromLive(h.name, &st)
+}
+
+func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
+	man, err := readManifest(m.dir(name))
+	if err != nil {
+		return nil, err
+	}
+	return &Info{Name: name, Status: st.Status, Allows: st.Status.Allows(), WorkerPID: st.WorkerPID, ProgramPID: st.ProgramPID,
+		Termination: st.Exit.Termination, ExitCode: st.Exit.ExitCode, Signal: st.Exit.Signal,
+		Cols: st.Cols, Rows: st.Rows, Bytes: st.Bytes, Events: st.Events, Asks: st.Asks, LastActivity: st.LastActivity, Manifest: *man}, nil
+}
+
+func infoFromManifest(man *Manifest) *Info {
+	return &Info{Name: man.Name, Status: man.Status, Allows: man.Status.Allows(), Termination: man.Termination,
+		ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason, WorkerPID: man.WorkerPID, ProgramPID: man.ProgramPID,
+		Cols: man.Cols, Rows: man.Rows, Bytes: man.Bytes, Events: man.Events, Asks: man.Asks, Manifest: *man}
+}
+
+// Status returns a session's status, what it allows, and its counters.
+// ErrNotFound when there is no such session.
+func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
+	h, man, err := m.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		var st liveStatus
+		if err := h.client.Call(ctx, mStatus, nil, &st); err == nil {
+			return m.infoFromLive(name, &st)
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		select {
+		case <-h.gone:
+		case <-time.After(2 * time.Second):
+		}
+		if man, err = readManifest(m.dir(name)); err != nil {
+			return nil, err
+		}
+	}
+	return infoFromManifest(man), nil
+}
+
+// List returns the sessions, by name, optionally only those in the given
+// statuses. It reads the manifests and asks attached workers for their last
+// activity; it never waits on a worker for long.
+func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error) {
+	ents, err := os.ReadDir(m.sessions)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []ListEntry
+	for _, e := range ents {
+		if !e.IsDir() || ValidateName(e.Name()) != nil {
+			continue
+		}
+		man, err := readManifest(m.dir(e.Name()))
+		if err != nil {
+			if !errors.Is(err, errNoManifest) {
+				m.log.Warn().Err(err).Str("session", e.Name()).Msg("unreadable manifest")
+				continue
+			}
+			man = &Manifest{Name: e.Name(), Status: StatusStarting}
+		}
+		if len(req.Status) > 0 && !slices.Contains(req.Status, man.Status) {
+			continue
+		}
+		le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
+			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal}
+		if !man.CreatedAt.IsZero() {
+			le.Age = time.Since(man.CreatedAt)
+		}
+		if man.EndedAt != nil {
+			le.LastActivity = *man.EndedAt
+		}
+		m.mu.Lock()
+		h := m.live[man.Name]
+		m.mu.Unlock()
+		if h != nil && man.Status.Allows().Live {
+			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			var st liveStatus
+			if h.client.Call(cctx, mStatus, nil, &st) == nil {
+				le.LastActivity, le.Status = st.LastActivity, st.Status
+			}
+			cancel()
+		}
+		out = append(out, le)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ParseSignal reads a signal name ("TERM", "SIGTERM", "term") or number.
+func ParseSignal(s string) (syscall.Signal, error) {
+	if s == "" {
+		return syscall.SIGTERM, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, errorf(ErrInvalid, "unknown signal %q; use a name such as TERM, INT, HUP or KILL, or a number", s)
+}
+
+// Stop sends the signal (SIGTERM by default) to the program's process
+// group, its session and every descendant, waits Grace (DefaultStopGrace),
+// then kills them all, and returns once the program is gone, with how it
+// ended. Stopping an ended session reports how it ended (AlreadyEnded).
+func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) {
+	sig, err := ParseSignal(req.Signal)
+	if err != nil {
+		return nil, err
+	}
+	if req.Grace < 0 {
+		return nil, errorf(ErrInvalid, "grace %s is negative; give a duration of zero or more", req.Grace)
+	}
+	h, man, err := m.lookup(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		if !man.Status.Terminal() {
+			return nil, statusError(req.Name, man.Status, "", "stop")
+		}
+		return exitFromManifest(man), nil
+	}
+	var info ExitInfo
+	err = h.client.Call(ctx, mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info)
+	if err == nil {
+		m.log.Info().Str("session", req.Name).Str("termination", string(info.Termination)).Msg("session stopped")
+		return &info, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return nil, fromWireError(err)
+	}
+	// The worker ended under us (it exits right after the program); the
+	// manifest says how.
+	select {
+	case <-h.gone:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	man, err = readManifest(m.dir(req.Name))
+	if err != nil {
+		return nil, err
+	}
+	if !man.Status.Terminal() {
+		return nil, fmt.Errorf("session %q: lost its worker while stopping; agentctl status %s shows the session", req.Name, req.Name)
+	}
+	return exitFromManifest(man), nil
+}
+
+func exitFromManifest(man *Manifest) *ExitInfo {
+	info := &ExitInfo{Name: man.Name, Status: man.Status, Termination: man.Termination, ExitCode: man.ExitCode,
+		Signal: man.Signal, AlreadyEnded: true}
+	if man.EndedAt != nil {
+		info.EndedAt = *man.EndedAt
+	}
+	return info
+}
+
+// Remove deletes an ended session and its files. A live session is
+// ErrInvalidStatus unless force, which stops it first (DefaultStopGrace).
+func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
+	h, man, err := m.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		if man, err = m.settleEnded(ctx, h); err != nil {
+			return err
+		}
+		if man != nil {
+			h = nil
+		}
+	}
+	if h != nil || !man.Status.Terminal() {
+		st := StatusRunning
+		if man != nil {
+			st = man.Status
+		}
+		if !force || (h == nil && st == StatusStarting) {
+			return errorf(ErrInvalidStatus, "session %q is %s; stop it first (agentctl stop %s) or remove it with --force", name, st, name)
+		}
+		if _, err := m.Stop(ctx, StopRequest{Name: name}); err != nil {
+			return err
+		}
+		if h != nil {
+			// Let the worker finish writing before its files go.
+			deadline := time.Now().Add(3 * time.Second)
+			for processAlive(h.workerPID, h.workerStart) && time.Now().Before(deadline) {
+				select {
+				case <-time.After(5 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		if man, err = readManifest(m.dir(name)); err != nil {
+			return err
+		}
+	}
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	dir := m.dir(name)
+	man.Status = StatusDestroying
+	if err := writeManifest(dir, man); err != nil {
+		return err
+	}
+	// Rename first, so the name is free at once and a crash mid-removal
+	// leaves no half session behind under it.
+	trash := filepath.Join(m.sessions, ".rm-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Rename(dir, trash); err != nil {
+		return fmt.Errorf("remove session %q: %w", name, err)
+	}
+	os.Remove(m.socket(name))
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("remove session %q: %w", name, err)
+	}
+	m.log.Info().Str("session", name).Msg("session removed")
+	return nil
+}

@@ -1,0 +1,451 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// Ask delivers Text to a running session and collects the answer. The text
+// goes as one bracketed paste when the program enabled bracketed paste
+// (DECSET 2004), as typed input otherwise; Enter follows separately, and is
+// sent once more if the program shows no reaction within a second. The ask
+// ends when the program has been quiet for Idle after it began answering,
+// when Until matches the answer or the (changed) screen, or when the program
+// exits. One ask runs at a time per session: another waits up to
+// LockTimeout, then ErrLockTimeout. Past Timeout the error is a
+// *TimeoutError (ErrTimeout) with the partial answer and the screen. A
+// session not running is ErrInvalidStatus; text over MaxAskText or a bad
+// Until is ErrInvalid. If the connection to the worker breaks during the
+// ask, the error says the outcome is unknown: never a wrong answer. When ctx
+// ends the ask is abandoned and the session's ask lock released.
+func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
+	if err := ValidateName(req.Name); err != nil {
+		return nil, err
+	}
+	if err := validateText("ask", req.Text); err != nil {
+		return nil, err
+	}
+	if req.Text == "" {
+		return nil, errorf(ErrInvalid, "ask of %q has no text; give the question to deliver", req.Name)
+	}
+	if _, err := compileUntil(req.Until); err != nil {
+		return nil, err
+	}
+	if req.Timeout < 0 || req.Idle < 0 {
+		return nil, errorf(ErrInvalid, "ask timeout and idle must not be negative")
+	}
+	var res AskResult
+	err := m.call(ctx, req.Name, "ask", mAsk, askParams{Text: req.Text, Timeout: req.Timeout, Idle: req.Idle,
+		Until: req.Until, LockTimeout: req.LockTimeout}, &res)
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Send delivers text, or keys by name (see KeyBytes), to a running session
+// without waiting for a reaction. Exactly one of Text and Keys is given.
+func (m *Manager) Send(ctx context.Context, req SendRequest) error {
+	if err := ValidateName(req.Name); err != nil {
+		return err
+	}
+	var data []byte
+	switch {
+	case req.Text != "" && len(req.Keys) > 0:
+		return errorf(ErrInvalid, "send either text or keys, not both")
+	case req.Text != "":
+		if err := validateText("send", req.Text); err != nil {
+			return err
+		}
+		data = []byte(req.Text)
+	case len(req.Keys) > 0:
+		for _, k := range req.Keys {
+			b, err := KeyBytes(k)
+			if err != nil {
+				return err
+			}
+			data = append(data, b...)
+		}
+	default:
+		return errorf(ErrInvalid, "send needs text or keys, e.g. agentctl send %s --keys enter", req.Name)
+	}
+	return m.call(ctx, req.Name, "send", mSend, sendParams{Data: data}, nil)
+}
+
+// Snapshot returns the screen as a person sees it. For an ended session it
+// is rebuilt from the event log: the screen as the program left it.
+func (m *Manager) Snapshot(ctx context.Context, name string) (*Snapshot, error) {
+	h, man, err := m.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		var s Snapshot
+		if err := m.call(ctx, name, "snapshot", mSnapshot, nil, &s); err == nil {
+			return &s, nil
+		} else if !errors.Is(err, ErrInvalidStatus) {
+			return nil, err
+		}
+		if man, err = readManifest(m.dir(name)); err != nil {
+			return nil, err
+		}
+	}
+	if man.Status == StatusStarting {
+		return nil, statusError(name, man.Status, "", "snapshot")
+	}
+	return replayScreen(m.dir(name), man)
+}
+
+// replayScreen rebuilds a session's last screen from its event log.
+func replayScreen(dir string, man *Manifest) (*Snapshot, error) {
+	cols, rows := man.Cols, man.Rows
+	if cols == 0 || rows == 0 {
+		cols, rows = DefaultCols, DefaultRows
+	}
+	scr := newScreen(cols, rows, nil)
+	defer scr.close()
+	r := newLogReader(dir, 0)
+	defer r.close()
+	var seq uint64
+	// Start from the size of the first record kept, if it says.
+	err := r.poll(func(ev Event) error {
+		seq = ev.Seq
+		switch ev.Type {
+		case EventOutput:
+			scr.write(ev.Data)
+		case EventResize:
+			scr.resize(ev.Cols, ev.Rows)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := scr.snapshot(man.Name, seq)
+	return &s, nil
+}
+
+// Wait returns when the first of the request's conditions holds: Until
+// matches the screen or the output since the wait began, the program has
+// been quiet for Idle, or (Exit) the program has ended, at once for a
+// session that already has. Past Timeout the error is a *TimeoutError
+// (ErrTimeout) with the screen. Waiting for output on an ended session is
+// ErrInvalidStatus.
+func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error) {
+	if err := ValidateName(req.Name); err != nil {
+		return nil, err
+	}
+	if _, err := compileUntil(req.Until); err != nil {
+		return nil, err
+	}
+	if req.Until == "" && req.Idle <= 0 && !req.Exit {
+		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
+	}
+	start := time.Now()
+	h, man, err := m.lookup(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		var res WaitResult
+		err := m.call(ctx, req.Name, "wait", mWait, waitParams{Until: req.Until, Idle: req.Idle, Exit: req.Exit, Timeout: req.Timeout}, &res)
+		if err == nil || !req.Exit || !errors.Is(err, ErrInvalidStatus) {
+			if err != nil {
+				return nil, err
+			}
+			return &res, nil
+		}
+		// The worker went away with the program: that is the exit.
+		if man, err = readManifest(m.dir(req.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if req.Exit && man.Status.Terminal() {
+		snap, err := replayScreen(m.dir(req.Name), man)
+		if err != nil {
+			return nil, err
+		}
+		return &WaitResult{Name: req.Name, Reason: ReasonExited, Screen: snap.Lines, Elapsed: time.Since(start), Seq: snap.Seq}, nil
+	}
+	return nil, statusError(req.Name, man.Status, man.Termination, "wait")
+}
+
+// Resize changes a running session's terminal size (the program gets
+// SIGWINCH). A bad size is ErrInvalid.
+func (m *Manager) Resize(ctx context.Context, name string, cols, rows int) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := validateSize(cols, rows); err != nil {
+		return err
+	}
+	return m.call(ctx, name, "resize", mResize, resizeParams{Cols: cols, Rows: rows}, nil)
+}
+
+// Logs delivers the session's events from FromSeq on, in order, to fn. With
+// Follow it then keeps delivering new events until ctx ends (returning
+// ctx.Err()) or the session ends (returning nil after its last event). An
+// error from fn stops Logs and is returned. fn runs on the caller's
+// goroutine.
+func (m *Manager) Logs(ctx context.Context, req LogsRequest, fn func(Event) error) error {
+	if err := ValidateName(req.Name); err != nil {
+		return err
+	}
+	dir := m.dir(req.Name)
+	if _, err := os.Stat(dir); err != nil {
+		return notFound(req.Name)
+	}
+	r := newLogReader(dir, req.FromSeq)
+	defer r.close()
+	if !req.Follow {
+		return r.poll(fn)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("follow the log of %q: %w", req.Name, err)
+	}
+	defer w.Close()
+	if err := w.Add(dir); err != nil {
+		return fmt.Errorf("follow the log of %q: %w", req.Name, err)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	checkEnd := true
+	for {
+		ended := false
+		if checkEnd {
+			man, err := readManifest(dir)
+			ended = err != nil && !errors.Is(err, errNoManifest) || err == nil && man.Status.Terminal()
+			checkEnd = false
+		}
+		if err := r.poll(fn); err != nil {
+			return err
+		}
+		if ended {
+			return nil
+		}
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if filepath.Base(ev.Name) == manifestName {
+				checkEnd = true
+			}
+			if ev.Has(fsnotify.Remove) && ev.Name == dir {
+				return nil
+			}
+		case err := <-w.Errors:
+			_ = err // an overflow: the ticker and the next poll catch up
+			checkEnd = true
+		case <-tick.C:
+			checkEnd = true
+			if _, err := os.Stat(dir); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Reconcile re-attaches to every live worker and marks sessions whose
+// worker is gone failed (host_death), reporting what it found and did. A
+// session it cannot judge (its socket exists but does not answer, or its
+// worker lives without a socket) is left as it is and reported. It is
+// bounded in time: each worker gets 2 s, and ctx bounds the whole.
+func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
+	start := time.Now()
+	ents, err := os.ReadDir(m.sessions)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	rep := &ReconcileReport{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, e := range ents {
+		if !e.IsDir() || ValidateName(e.Name()) != nil {
+			continue
+		}
+		name := e.Name()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				mu.Lock()
+				rep.Sessions = append(rep.Sessions, ReconcileEntry{Name: name, Action: ActionUnreachable, Detail: "reconcile ran out of time"})
+				mu.Unlock()
+				return
+			}
+			defer func() { <-sem }()
+			ent := m.reconcileOne(ctx, name)
+			mu.Lock()
+			rep.Sessions = append(rep.Sessions, ent)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sortEntries(rep.Sessions)
+	rep.Took = time.Since(start)
+	for _, e := range rep.Sessions {
+		if e.Action != ActionEnded {
+			m.log.Info().Str("session", e.Name).Str("action", e.Action).Str("detail", e.Detail).Msg("reconciled")
+		}
+	}
+	return rep, nil
+}
+
+func sortEntries(es []ReconcileEntry) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].Name < es[j-1].Name; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry {
+	ent := ReconcileEntry{Name: name}
+	man, err := readManifest(m.dir(name))
+	if err != nil {
+		ent.Action, ent.Detail = ActionUnreachable, err.Error()
+		if errors.Is(err, errNoManifest) {
+			ent.Detail = "no manifest yet (being spawned, or left by a crash during spawn; agentctl rm --force removes it)"
+		}
+		return ent
+	}
+	ent.Before, ent.After = man.Status, man.Status
+	if !man.Status.Allows().Live {
+		ent.Action = ActionEnded
+		return ent
+	}
+	m.mu.Lock()
+	h := m.live[name]
+	m.mu.Unlock()
+	if h != nil && h.client.Err() == nil {
+		ent.Action, ent.Detail = ActionAttached, "already attached"
+		return ent
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, aerr := m.attach(cctx, name)
+	if aerr == nil {
+		ent.Action = ActionAttached
+		if man2, err := readManifest(m.dir(name)); err == nil {
+			ent.After = man2.Status
+		}
+		return ent
+	}
+	m.attachMu.Lock()
+	defer m.attachMu.Unlock()
+	if man, err = readManifest(m.dir(name)); err != nil {
+		ent.Action, ent.Detail = ActionUnreachable, err.Error()
+		return ent
+	}
+	if !man.Status.Allows().Live {
+		ent.Action, ent.After = ActionEnded, man.Status
+		return ent
+	}
+	if processAlive(man.WorkerPID, man.WorkerStart) {
+		ent.Action, ent.Detail = ActionUnreachable, fmt.Sprintf("worker %d is alive but does not answer: %v", man.WorkerPID, aerr)
+		return ent
+	}
+	m.markDead(name, man, fmt.Sprintf("worker %d is gone", man.WorkerPID))
+	ent.Action, ent.After, ent.Detail = ActionMarkedDead, StatusFailed, fmt.Sprintf("worker %d is gone", man.WorkerPID)
+	return ent
+}
+
+// Attach connects an interactive terminal to a running session over rw:
+// it first writes a repaint of the current screen, then streams the
+// program's output to rw and rw's input to the program (recorded as input
+// events), until ctx ends (returning ctx.Err()), the session ends or rw's
+// input reaches EOF (returning nil), or a write to rw fails. Several
+// attachers may watch one session at once. An attacher that cannot keep up
+// is sent a fresh repaint instead of what it missed. Detach keys and raw
+// mode are the caller's. A Read of rw in progress when Attach returns is
+// left to finish when the caller closes rw; its input is then discarded.
+func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) error {
+	h, man, err := m.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		return statusError(name, man.Status, man.Termination, "attach")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var werr error
+	var wmu sync.Mutex
+	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
+		if n.Method != nOutput {
+			return
+		}
+		var note outputNote
+		if err := decodeJSON(n.Params, &note); err != nil {
+			return
+		}
+		if _, err := rw.Write(note.Data); err != nil {
+			wmu.Lock()
+			werr = err
+			wmu.Unlock()
+			cancel()
+		}
+	}})
+	if err != nil {
+		if man, merr := readManifest(m.dir(name)); merr == nil && man.Status.Terminal() {
+			return statusError(name, man.Status, man.Termination, "attach")
+		}
+		return fmt.Errorf("attach to %q: %w", name, err)
+	}
+	defer c.Close()
+	done := make(chan error, 2)
+	go func() { done <- c.Call(ctx, mAttach, nil, nil) }()
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := rw.Read(buf)
+			if n > 0 {
+				if cerr := c.Call(ctx, mSend, sendParams{Data: buf[:n]}, nil); cerr != nil {
+					done <- nil
+					return
+				}
+			}
+			if err != nil {
+				done <- nil
+				return
+			}
+		}
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	wmu.Lock()
+	defer wmu.Unlock()
+	if werr != nil {
+		return fmt.Errorf("attach to %q: write to the terminal: %w", name, werr)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		if errors.As(err, new(*wire.Error)) {
+			return fromWireError(err)
+		}
+		// The worker closed the connection: the session ended.
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,914 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// spawnFD is the descriptor on which a worker receives its specification
+// and reports whether the program started.
+const spawnFD = 3
+
+// inputTimeout bounds one write of input to a program that is not reading.
+const inputTimeout = 10 * time.Second
+
+// RunWorker is `agentd worker`: it runs one session's worker until the
+// program has ended and everything about it is recorded, and returns the
+// process exit status. cmd/agentd calls it when argv[1] is "worker", with
+// the remaining arguments (unused today) and a context cancelled on SIGTERM
+// or SIGINT; cancelling it stops the program (SIGTERM, then SIGKILL after
+// DefaultStopGrace) and records how it ended. The Manager starts workers;
+// the specification comes on fd 3, never from argv, and a worker run by hand
+// says so and exits 2.
+func RunWorker(ctx context.Context, args []string, stderr io.Writer) int {
+	_ = args
+	log := zerolog.New(stderr).With().Timestamp().Str("component", "session-worker").Logger()
+	f := os.NewFile(spawnFD, "agentd-spawn")
+	var conn net.Conn
+	var err error
+	if f != nil {
+		conn, err = net.FileConn(f)
+		f.Close()
+	}
+	if f == nil || err != nil {
+		fmt.Fprintln(stderr, "agentd worker runs one session for agentd and is started by it; it is not meant to be run by hand (use agentctl spawn)")
+		return 2
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	body, err := wire.ReadFrame(conn)
+	if err != nil {
+		log.Error().Err(err).Msg("read spawn specification")
+		return 2
+	}
+	var spec workerSpec
+	if err := json.Unmarshal(body, &spec); err != nil {
+		log.Error().Err(err).Msg("decode spawn specification")
+		return 2
+	}
+	log = log.With().Str("session", spec.Name).Logger()
+	w, err := startWorker(ctx, spec, log)
+	if err != nil {
+		writeJSONFrame(conn, workerReady{Error: err.Error()})
+		log.Info().Str("reason", err.Error()).Msg("program could not start")
+		return 1
+	}
+	if err := writeJSONFrame(conn, workerReady{OK: true, WorkerPID: os.Getpid(), ProgramPID: w.pid}); err != nil {
+		// The Manager gave up on us; the session is recorded and runs on, and
+		// the next reconcile attaches to it.
+		log.Warn().Err(err).Msg("could not report the start to agentd")
+	}
+	conn.Close()
+	return w.run(ctx)
+}
+
+func writeJSONFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return wire.WriteFrame(w, b)
+}
+
+// worker is one session's worker state.
+type worker struct {
+	spec   workerSpec
+	log    zerolog.Logger
+	master *os.File
+	slave  *os.File
+	ln     net.Listener
+	pid    int // the program's, also its process group and session id
+
+	exitc    chan unix.WaitStatus // the program's wait status, once
+	reaped   chan struct{}        // closed when the worker has no child left
+	pumpDone chan struct{}        // closed when the output pump has ended
+	done     chan struct{}        // closed once the end is recorded
+	replies  chan []byte          // terminal replies to write to the program
+
+	inMu    sync.Mutex    // serialises writes to the master
+	askSem  chan struct{} // one ask at a time
+	askWait chan struct{} // closed and replaced when an ask ends
+
+	mu           sync.Mutex // guards everything below
+	elog         *eventLog
+	scr          *screen
+	man          Manifest
+	status       Status
+	exit         ExitInfo
+	changed      chan struct{} // closed and replaced on every change
+	bytes        uint64
+	asks         uint64
+	lastOutput   time.Time
+	lastActivity time.Time
+	collectors   map[*collector]struct{}
+	subs         map[*subscriber]struct{}
+	inflight     int
+	logErr       bool
+	pending      []byte // output not yet fed to scr
+	scrollRegion bool   // the program set a scroll region
+}
+
+// screenLocked feeds the queued output to the screen model and returns it.
+// Every reader of the screen goes through it.
+func (w *worker) screenLocked() *screen {
+	w.flushScreenLocked()
+	return w.scr
+}
+
+func (w *worker) flushScreenLocked() {
+	if len(w.pending) == 0 {
+		return
+	}
+	data := w.pending
+	_, rows := w.scr.size()
+	if !w.scrollRegion {
+		data = compactPlain(data, rows)
+	}
+	w.scrollRegion = scrollRegionSet(w.scrollRegion, w.pending, rows)
+	w.scr.write(data)
+	if cap(w.pending) > 4*screenFlushAt {
+		w.pending = nil
+	} else {
+		w.pending = w.pending[:0]
+	}
+}
+
+// startWorker records the session, opens its socket and PTY and starts the
+// program. On error nothing is left running.
+func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *worker, err error) {
+	unix.Umask(0o077)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		log.Warn().Err(err).Msg("cannot become a child subreaper; orphaned descendants may escape stop")
+	}
+	w = &worker{
+		spec: spec, log: log,
+		exitc: make(chan unix.WaitStatus, 1), reaped: make(chan struct{}), pumpDone: make(chan struct{}),
+		done: make(chan struct{}), replies: make(chan []byte, 64), askSem: make(chan struct{}, 1),
+		askWait: make(chan struct{}), changed: make(chan struct{}),
+		collectors: map[*collector]struct{}{}, subs: map[*subscriber]struct{}{},
+	}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	if w.elog, err = openEventLog(spec.SessionDir, spec.LogCap); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { w.elog.close() })
+
+	os.Remove(spec.Socket)
+	if w.ln, err = net.Listen("unix", spec.Socket); err != nil {
+		return nil, fmt.Errorf("listen on the session socket: %w", err)
+	}
+	cleanup = append(cleanup, func() { w.ln.Close() })
+	if err = os.Chmod(spec.Socket, 0o600); err != nil {
+		return nil, err
+	}
+
+	if w.master, w.slave, err = openPTY(spec.Cols, spec.Rows); err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { w.master.Close(); w.slave.Close() })
+
+	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: spec.Env,
+		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setsid: true, Setctty: true, Ctty: 0,
+			// The program dies with its worker (with the thread that
+			// started it, which the reaper keeps alive).
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	startc := make(chan error, 1)
+	go w.reap(cmd, startc)
+	if err = <-startc; err != nil {
+		return nil, cleanStartError(err, spec)
+	}
+	w.pid = cmd.Process.Pid
+
+	w.scr = newScreen(spec.Cols, spec.Rows, w.queueReply)
+	now := time.Now().UTC()
+	st, _ := readProcStat(os.Getpid())
+	w.status = StatusRunning
+	w.man = Manifest{
+		Name: spec.Name, Argv: spec.Argv, Cwd: spec.Cwd, EnvKeys: spec.EnvKeys, Cols: spec.Cols, Rows: spec.Rows,
+		Status: StatusRunning, CreatedAt: spec.CreatedAt, StartedAt: now,
+		WorkerPID: os.Getpid(), WorkerStart: st.start, ProgramPID: w.pid, Socket: spec.Socket,
+	}
+	if err := writeManifest(spec.SessionDir, &w.man); err != nil {
+		log.Error().Err(err).Msg("write manifest")
+	}
+	ev := Event{Type: EventMarker, Text: fmt.Sprintf("started pid %d, %dx%d", w.pid, spec.Cols, spec.Rows)}
+	w.appendLocked(&ev)
+	go w.pump()
+	go w.replyPump(ctx)
+	log.Info().Int("pid", w.pid).Str("program", filepath.Base(spec.Argv[0])).Msg("session started")
+	return w, nil
+}
+
+// cleanStartError turns exec's errors into a reason for people.
+func cleanStartError(err error, spec workerSpec) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "chdir" {
+		return fmt.Errorf("working directory %s: %v", spec.Cwd, pe.Err)
+	}
+	return err
+}
+
+// lookPath finds argv0 in the PATH of env, as the program's own shell would.
+func lookPath(argv0 string, env []string, cwd string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: %w", argv0, err)
+		}
+		return p, nil
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		p := filepath.Join(dir, argv0)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q: executable file not found in PATH", argv0)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	if fi.Mode()&0o111 == 0 {
+		return errors.New("permission denied (not executable)")
+	}
+	return nil
+}
+
+// reap starts the program on a locked OS thread (PR_SET_PDEATHSIG fires
+// when the thread that forked exits, so it must live as long as the
+// program), then reaps every child: the program and the orphans the worker
+// adopts as subreaper. It closes reaped when no child is left.
+func (w *worker) reap(cmd *exec.Cmd, startc chan<- error) {
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		startc <- err
+		return
+	}
+	pid := cmd.Process.Pid
+	startc <- nil
+	defer close(w.reaped)
+	for {
+		var ws unix.WaitStatus
+		p, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			cmd.Process.Release()
+			return
+		}
+		if p == pid {
+			w.exitc <- ws
+		}
+	}
+}
+
+// pump reads the program's output until the PTY is closed.
+func (w *worker) pump() {
+	defer close(w.pumpDone)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := w.master.Read(buf)
+		if n > 0 {
+			w.recordOutput(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (w *worker) recordOutput(p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ev := Event{Type: EventOutput, Data: p}
+	w.appendLocked(&ev)
+	w.pending = append(w.pending, p...)
+	if len(w.pending) >= screenFlushAt {
+		w.flushScreenLocked()
+	}
+	w.bytes += uint64(len(p))
+	w.lastOutput = time.Now()
+	w.lastActivity = w.lastOutput
+	for c := range w.collectors {
+		c.add(p)
+	}
+	for s := range w.subs {
+		s.push(p)
+	}
+	w.broadcastLocked()
+}
+
+// appendLocked writes ev to the event log; a failing log is reported once.
+func (w *worker) appendLocked(ev *Event) {
+	if err := w.elog.append(ev); err != nil && !w.logErr {
+		w.logErr = true
+		w.log.Error().Err(err).Msg("event log write failed; the session runs on unrecorded")
+	}
+}
+
+func (w *worker) broadcastLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// queueReply hands a terminal reply to the reply pump; replies are dropped
+// rather than block the output path when the program does not read.
+func (w *worker) queueReply(b []byte) {
+	select {
+	case w.replies <- b:
+	default:
+	}
+}
+
+func (w *worker) replyPump(ctx context.Context) {
+	for {
+		select {
+		case b := <-w.replies:
+			w.writeInput(ctx, b, false)
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// writeInput writes data to the program, recording it as an input event
+// when record is set.
+func (w *worker) writeInput(ctx context.Context, data []byte, record bool) error {
+	w.inMu.Lock()
+	defer w.inMu.Unlock()
+	if record {
+		w.mu.Lock()
+		ev := Event{Type: EventInput, Data: data}
+		w.appendLocked(&ev)
+		w.lastActivity = time.Now()
+		w.mu.Unlock()
+	}
+	dl := time.Now().Add(inputTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	w.master.SetWriteDeadline(dl)
+	_, err := w.master.Write(data)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errorf(ErrBusy, "session %q is not reading its input; the input was not delivered in full, try again when it is", w.spec.Name)
+		}
+		return fmt.Errorf("write to session %q: %w", w.spec.Name, err)
+	}
+	return nil
+}
+
+// run serves the session socket until the program has ended, then records
+// the end and returns the worker's exit status.
+func (w *worker) run(ctx context.Context) int {
+	serveCtx, cancelServe := context.WithCancel(context.WithoutCancel(ctx))
+	var conns sync.WaitGroup
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		for {
+			c, err := w.ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				w.serveConn(serveCtx, c)
+			}()
+		}
+	}()
+
+	var ws unix.WaitStatus
+	select {
+	case ws = <-w.exitc:
+	case <-ctx.Done():
+		w.log.Info().Msg("worker told to stop; stopping the program")
+		w.signalTree(syscall.SIGTERM)
+		grace := time.NewTimer(DefaultStopGrace)
+		tick := time.NewTicker(50 * time.Millisecond)
+	wait:
+		for killing := false; ; {
+			select {
+			case ws = <-w.exitc:
+				break wait
+			case <-grace.C:
+				killing = true
+			case <-tick.C:
+				if killing {
+					w.signalTree(syscall.SIGKILL)
+				}
+			}
+		}
+		grace.Stop()
+		tick.Stop()
+	}
+	w.finish(ws)
+
+	// Let the requests in flight see the end and answer, then close.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		w.mu.Lock()
+		n, ch := w.inflight, w.changed
+		w.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ch:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	w.ln.Close()
+	<-acceptDone
+	cancelServe()
+	conns.Wait()
+	w.mu.Lock()
+	w.scr.close()
+	w.elog.close()
+	w.mu.Unlock()
+	w.master.Close()
+	return 0
+}
+
+// finish kills what the program left behind, drains its last output and
+// records how it ended.
+func (w *worker) finish(ws unix.WaitStatus) {
+	// Everything still below the worker or in the program's session goes.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		members := sessionMembers(w.pid, os.Getpid(), 0)
+		if len(members) == 0 {
+			break
+		}
+		signalAll(0, members, syscall.SIGKILL)
+		select {
+		case <-w.reaped:
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			w.log.Warn().Ints("pids", members).Msg("processes of the session would not die")
+			break
+		}
+	}
+	select {
+	case <-w.reaped:
+	case <-time.After(time.Second):
+	}
+	// With the program gone, closing our copy of the terminal lets the
+	// master read what is left and then see the hangup.
+	w.slave.Close()
+	w.master.SetReadDeadline(time.Now().Add(2 * time.Second))
+	<-w.pumpDone
+
+	info := ExitInfo{Name: w.spec.Name, Status: StatusExited, EndedAt: time.Now().UTC()}
+	switch {
+	case ws.Exited():
+		code := ws.ExitStatus()
+		info.ExitCode = &code
+		info.Termination = TermCleanExit
+		if code != 0 {
+			info.Termination = TermNonzeroExit
+		}
+	case ws.Signaled():
+		info.Signal = unix.SignalName(ws.Signal())
+		info.Termination = TermSignalExit
+	}
+	w.mu.Lock()
+	ev := Event{Type: EventExit, ExitCode: info.ExitCode, Signal: info.Signal, Termination: info.Termination}
+	w.appendLocked(&ev)
+	w.status = StatusExited
+	w.exit = info
+	m := &w.man
+	m.Status, m.Termination, m.ExitCode, m.Signal = StatusExited, info.Termination, info.ExitCode, info.Signal
+	m.EndedAt = &info.EndedAt
+	m.Bytes, m.Events, m.Asks = w.bytes, w.elog.seq, w.asks
+	if err := writeManifest(w.spec.SessionDir, m); err != nil {
+		w.log.Error().Err(err).Msg("write manifest")
+	}
+	close(w.done)
+	w.broadcastLocked()
+	w.mu.Unlock()
+	w.log.Info().Str("termination", string(info.Termination)).Msg("session ended")
+}
+
+// signalTree sends sig to the program's process group, its session and
+// every process below the worker (which, as subreaper, inherits orphans,
+// even those that started their own session).
+func (w *worker) signalTree(sig syscall.Signal) {
+	signalAll(w.pid, sessionMembers(w.pid, os.Getpid(), 0), sig)
+}
+
+func (w *worker) serveConn(ctx context.Context, c net.Conn) {
+	// A request counts as in flight until its reply is written (which
+	// OnRequestDone follows), so the worker never closes a connection
+	// between an answer and its delivery.
+	var counted sync.Map
+	var sc *wire.ServerConn
+	sc = wire.NewServerConn(c, wire.ServeOptions{
+		ToWireError: toWireError,
+		OnRequestDone: func(req *wire.Request, _ time.Duration, _ *wire.Error) {
+			if _, ok := counted.LoadAndDelete(req); ok {
+				w.mu.Lock()
+				w.inflight--
+				w.broadcastLocked()
+				w.mu.Unlock()
+			}
+		},
+		OnPanic: func(req *wire.Request, v any, stack []byte) {
+			w.log.Error().Str("method", req.Method).Interface("panic", v).Bytes("stack", stack).Msg("handler panic")
+		},
+	})
+	sc.Serve(ctx, func(ctx context.Context, req *wire.Request) (any, error) {
+		w.mu.Lock()
+		w.inflight++
+		w.mu.Unlock()
+		counted.Store(req, true)
+		return w.handle(ctx, sc, req)
+	})
+}
+
+func decodeParams(req *wire.Request, v any) error {
+	if len(req.Params) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(req.Params, v); err != nil {
+		return errorf(ErrInvalid, "params of %s: %v", req.Method, err)
+	}
+	return nil
+}
+
+func (w *worker) handle(ctx context.Context, sc *wire.ServerConn, req *wire.Request) (any, error) {
+	switch req.Method {
+	case mHello, mStatus:
+		return w.liveStatus(), nil
+	case mSend:
+		var p sendParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		if err := w.requireRunning("send"); err != nil {
+			return nil, err
+		}
+		return nil, w.writeInput(ctx, p.Data, true)
+	case mAsk:
+		var p askParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		return w.ask(ctx, p)
+	case mWait:
+		var p waitParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		return w.wait(ctx, p)
+	case mSnapshot:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.screenLocked().snapshot(w.spec.Name, w.elog.seq), nil
+	case mResize:
+		var p resizeParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		return nil, w.resize(p.Cols, p.Rows)
+	case mStop:
+		var p stopParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		return w.stop(ctx, p)
+	case mAttach:
+		return nil, w.attach(ctx, sc)
+	}
+	return nil, wire.Errorf(wire.CodeUnknownMethod, "worker has no method %q", req.Method)
+}
+
+func (w *worker) liveStatus() liveStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, r := w.screenLocked().size()
+	return liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
+		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
+}
+
+func (w *worker) requireRunning(op string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.requireRunningLocked(op)
+}
+
+func (w *worker) requireRunningLocked(op string) error {
+	if w.status != StatusRunning {
+		return statusError(w.spec.Name, w.status, w.exit.Termination, op)
+	}
+	return nil
+}
+
+// statusError is the ErrInvalidStatus for op on a session in status st.
+func statusError(name string, st Status, term Termination, op string) error {
+	how := string(st)
+	if term != "" {
+		how += " (" + string(term) + ")"
+	}
+	fix := "wait for it to finish starting"
+	if st.Terminal() {
+		fix = fmt.Sprintf("spawn it again, or remove it with agentctl rm %s", name)
+	} else if st == StatusExiting {
+		fix = "it is being stopped"
+	}
+	return errorf(ErrInvalidStatus, "session %q is %s; %s needs a running session: %s", name, how, op, fix)
+}
+
+func (w *worker) resize(cols, rows int) error {
+	if err := validateSize(cols, rows); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.requireRunningLocked("resize"); err != nil {
+		return err
+	}
+	if err := setWinsize(w.master, cols, rows); err != nil {
+		return err
+	}
+	w.screenLocked().resize(cols, rows)
+	ev := Event{Type: EventResize, Cols: cols, Rows: rows}
+	w.appendLocked(&ev)
+	w.man.Cols, w.man.Rows = cols, rows
+	if err := writeManifest(w.spec.SessionDir, &w.man); err != nil {
+		w.log.Error().Err(err).Msg("write manifest")
+	}
+	w.broadcastLocked()
+	return nil
+}
+
+func (w *worker) stop(ctx context.Context, p stopParams) (*ExitInfo, error) {
+	sig := syscall.Signal(p.Signal)
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	grace := p.Grace
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	w.mu.Lock()
+	if w.status == StatusExited {
+		info := w.exit
+		info.AlreadyEnded = true
+		w.mu.Unlock()
+		return &info, nil
+	}
+	if w.status == StatusRunning {
+		w.status = StatusExiting
+		w.man.Status = StatusExiting
+		if err := writeManifest(w.spec.SessionDir, &w.man); err != nil {
+			w.log.Error().Err(err).Msg("write manifest")
+		}
+	}
+	ev := Event{Type: EventSignal, Signal: unix.SignalName(sig)}
+	w.appendLocked(&ev)
+	w.broadcastLocked()
+	w.mu.Unlock()
+	w.log.Info().Str("signal", unix.SignalName(sig)).Dur("grace", grace).Msg("stopping session")
+
+	w.signalTree(sig)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return w.exitInfo(), nil
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w.mu.Lock()
+	ev = Event{Type: EventSignal, Signal: "SIGKILL"}
+	w.appendLocked(&ev)
+	w.mu.Unlock()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		w.signalTree(syscall.SIGKILL)
+		select {
+		case <-w.done:
+			return w.exitInfo(), nil
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (w *worker) exitInfo() *ExitInfo {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	info := w.exit
+	return &info
+}
+
+// collector keeps the output since an ask or wait began.
+type collector struct {
+	buf       bytes.Buffer
+	truncated bool
+}
+
+func (c *collector) add(p []byte) {
+	if room := maxCollect - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	} else {
+		c.truncated = true
+	}
+}
+
+// subscriber is an attached terminal's queue of output.
+type subscriber struct {
+	ch       chan []byte
+	overflow bool // set under worker.mu when output was dropped
+}
+
+func (s *subscriber) push(p []byte) {
+	if s.overflow {
+		return
+	}
+	select {
+	case s.ch <- append([]byte(nil), p...):
+	default:
+		s.overflow = true
+	}
+}
+
+// attach streams the screen, then every output, to the connection as
+// notifications until the session ends or the connection does. An attacher
+// too slow for the output gets a fresh repaint instead of what it missed.
+func (w *worker) attach(ctx context.Context, sc *wire.ServerConn) error {
+	sub := &subscriber{ch: make(chan []byte, 1024)}
+	w.mu.Lock()
+	if err := w.requireRunningLocked("attach"); err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	rp := w.screenLocked().repaint()
+	w.subs[sub] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.subs, sub)
+		w.mu.Unlock()
+	}()
+	if err := sc.Notify(nOutput, outputNote{Data: rp}); err != nil {
+		return err
+	}
+	var batch []byte
+	send := func(first []byte) error {
+		batch = append(batch[:0], first...)
+	more:
+		for len(batch) < 256<<10 {
+			select {
+			case p := <-sub.ch:
+				batch = append(batch, p...)
+			default:
+				break more
+			}
+		}
+		w.mu.Lock()
+		if sub.overflow {
+			for len(sub.ch) > 0 {
+				<-sub.ch
+			}
+			sub.overflow = false
+			batch = append(batch[:0], w.screenLocked().repaint()...)
+		}
+		w.mu.Unlock()
+		return sc.Notify(nOutput, outputNote{Data: batch})
+	}
+	for {
+		select {
+		case p := <-sub.ch:
+			if err := send(p); err != nil {
+				return err
+			}
+		case <-w.done:
+			for len(sub.ch) > 0 {
+				if err := send(<-sub.ch); err != nil {
+					return err
+				}
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// toWireError carries a domain error to the Manager; fromWireError undoes it.
+func toWireError(err error) *wire.Error {
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		return wire.Errorf(wire.CodeTimeout, "%s", te.Error()).WithDetails(te)
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	code := wire.CodeInternal
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			code = k.code
+			break
+		}
+	}
+	return wire.Errorf(code, "%s", err.Error())
+}
+
+var kinds = []struct {
+	err  error
+	code wire.Code
+}{
+	{ErrNotFound, wire.CodeAgentNotFound},
+	{ErrExists, wire.CodeAgentExists},
+	{ErrInvalid, wire.CodeInvalidParams},
+	{ErrSpawnFailed, wire.CodeSpawnFailed},
+	{ErrInvalidStatus, wire.CodeInvalidStatus},
+	{ErrLockTimeout, wire.CodeLockTimeout},
+	{ErrTimeout, wire.CodeTimeout},
+	{ErrBusy, wire.CodeBusy},
+}
+
+func fromWireError(err error) error {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		return err
+	}
+	if we.Code == wire.CodeTimeout && len(we.Details) > 0 {
+		var te TimeoutError
+		if json.Unmarshal(we.Details, &te) == nil {
+			return &te
+		}
+	}
+	for _, k := range kinds {
+		if k.code == we.Code {
+			return &Error{Kind: k.err, Msg: we.Message}
+		}
+	}
+	return errors.New(we.Message)
+}
