@@ -3,11 +3,8 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"hash/adler32"
 	"hash/crc32"
-	"image"
-	"image/jpeg"
 	"runtime"
 	"sync"
 
@@ -23,9 +20,9 @@ import (
 // the strips' streams concatenate into one valid zlib stream; the Adler-32s
 // are combined arithmetically.
 //
-// JPEG: each strip is converted straight to 4:2:0 YCbCr and encoded by
-// image/jpeg; the entropy-coded strips are joined with restart markers (DRI),
-// which reset the DC predictors exactly where a new encoder started.
+// JPEG: see jpeg.go; each strip is converted straight to 4:2:0 YCbCr and
+// entropy-coded on its own, and the strips are joined with restart markers
+// (DRI), which reset the DC predictors exactly where a new strip starts.
 
 // pngLevel is the deflate level: the fastest LZ level keeps the encoder
 // several times quicker than libpng's default while screens, with their large
@@ -168,153 +165,6 @@ func adler32Combine(a1, a2 uint32, len2 int) uint32 {
 	sum1 %= base
 	sum2 %= base
 	return uint32(sum2<<16 | sum1)
-}
-
-// encodeJPEG writes a baseline 4:2:0 JPEG of the w×h frame.
-func encodeJPEG(pix []byte, stride, w, h, quality int) ([]byte, error) {
-	mcusPerRow := (w + 15) / 16
-	// The restart interval counts MCUs in a 16-bit field.
-	maxStripRows := 65535 / mcusPerRow * 16
-	bounds := strips(h, workers(), 16)
-	if bounds[1] > maxStripRows {
-		bounds = []int{0}
-		for y := maxStripRows; y < h; y += maxStripRows {
-			bounds = append(bounds, y)
-		}
-		bounds = append(bounds, h)
-	}
-	n := len(bounds) - 1
-	outs := make([]bytes.Buffer, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			y0, y1 := bounds[i], bounds[i+1]
-			img := toYCbCr420(pix[y0*stride:], stride, w, y1-y0)
-			outs[i].Grow(w * (y1 - y0) / 4)
-			errs[i] = jpeg.Encode(&outs[i], img, &jpeg.Options{Quality: quality})
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("encode jpeg: %w", err)
-		}
-	}
-	if n == 1 {
-		return outs[0].Bytes(), nil
-	}
-	head, data0, err := splitJPEG(outs[0].Bytes())
-	if err != nil {
-		return nil, err
-	}
-	total := len(head) + 6 + 4
-	datas := [][]byte{data0}
-	for i := 1; i < n; i++ {
-		_, d, err := splitJPEG(outs[i].Bytes())
-		if err != nil {
-			return nil, err
-		}
-		datas = append(datas, d)
-	}
-	for _, d := range datas {
-		total += len(d) + 2
-	}
-	out := make([]byte, 0, total)
-	sof := bytes.Index(head, []byte{0xff, 0xc0})
-	sos := bytes.LastIndex(head, []byte{0xff, 0xda})
-	if sof < 0 || sos < 0 {
-		return nil, fmt.Errorf("encode jpeg: unexpected encoder output")
-	}
-	out = append(out, head[:sos]...)
-	binary.BigEndian.PutUint16(out[sof+5:], uint16(h))
-	interval := mcusPerRow * (bounds[1] - bounds[0]) / 16
-	out = append(out, 0xff, 0xdd, 0, 4, byte(interval>>8), byte(interval))
-	out = append(out, head[sos:]...)
-	for i, d := range datas {
-		out = append(out, d...)
-		if i < n-1 {
-			out = append(out, 0xff, 0xd0+byte(i%8))
-		}
-	}
-	return append(out, 0xff, 0xd9), nil
-}
-
-// splitJPEG splits image/jpeg output into its headers up to and including
-// the SOS segment, and the entropy-coded data before EOI.
-func splitJPEG(b []byte) (head, data []byte, err error) {
-	p := 2
-	for p+4 <= len(b) {
-		if b[p] != 0xff {
-			break
-		}
-		marker := b[p+1]
-		l := int(binary.BigEndian.Uint16(b[p+2:]))
-		p += 2 + l
-		if marker == 0xda {
-			if p > len(b)-2 {
-				break
-			}
-			return b[:p], b[p : len(b)-2], nil
-		}
-	}
-	return nil, nil, fmt.Errorf("encode jpeg: unexpected encoder output")
-}
-
-// toYCbCr420 converts BGRx rows to a 4:2:0 YCbCr image with the JFIF
-// (BT.601 full range) integer formulas image/color uses.
-func toYCbCr420(pix []byte, stride, w, h int) *image.YCbCr {
-	img := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
-	cw := (w + 1) / 2
-	for y := 0; y < h; y += 2 {
-		row0 := pix[y*stride : y*stride+4*w]
-		row1 := row0
-		if y+1 < h {
-			row1 = pix[(y+1)*stride : (y+1)*stride+4*w]
-		}
-		y0 := img.Y[y*img.YStride : y*img.YStride+w]
-		y1 := y0
-		if y+1 < h {
-			y1 = img.Y[(y+1)*img.YStride : (y+1)*img.YStride+w]
-		}
-		cb := img.Cb[(y/2)*img.CStride : (y/2)*img.CStride+cw]
-		cr := img.Cr[(y/2)*img.CStride : (y/2)*img.CStride+cw]
-		for cx := 0; cx < cw; cx++ {
-			x0 := 2 * cx
-			x1 := min(x0+1, w-1)
-			a := row0[4*x0 : 4*x0+3 : 4*x0+3]
-			bb := row0[4*x1 : 4*x1+3 : 4*x1+3]
-			c := row1[4*x0 : 4*x0+3 : 4*x0+3]
-			d := row1[4*x1 : 4*x1+3 : 4*x1+3]
-			ra, ga, ba := int32(a[2]), int32(a[1]), int32(a[0])
-			rb, gb, bbl := int32(bb[2]), int32(bb[1]), int32(bb[0])
-			rc, gc, bc := int32(c[2]), int32(c[1]), int32(c[0])
-			rd, gd, bd := int32(d[2]), int32(d[1]), int32(d[0])
-			y0[x0] = uint8((19595*ra + 38470*ga + 7471*ba + 1<<15) >> 16)
-			y0[x1] = uint8((19595*rb + 38470*gb + 7471*bbl + 1<<15) >> 16)
-			y1[x0] = uint8((19595*rc + 38470*gc + 7471*bc + 1<<15) >> 16)
-			y1[x1] = uint8((19595*rd + 38470*gd + 7471*bd + 1<<15) >> 16)
-			// Averages of the 2×2 block, then the chroma formulas of
-			// color.RGBToYCbCr.
-			r, g, b := (ra+rb+rc+rd+2)>>2, (ga+gb+gc+gd+2)>>2, (ba+bbl+bc+bd+2)>>2
-			cbv := -11056*r - 21712*g + 32768*b + 257<<15
-			if uint32(cbv)&0xff000000 == 0 {
-				cbv >>= 16
-			} else {
-				cbv = ^(cbv >> 31)
-			}
-			crv := 32768*r - 27440*g - 5328*b + 257<<15
-			if uint32(crv)&0xff000000 == 0 {
-				crv >>= 16
-			} else {
-				crv = ^(crv >> 31)
-			}
-			cb[cx], cr[cx] = uint8(cbv), uint8(crv)
-		}
-	}
-	return img
 }
 
 // downscale shrinks a frame to dw×dh with a box filter (each output pixel is

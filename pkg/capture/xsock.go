@@ -106,6 +106,16 @@ func (s *xsock) Read(p []byte) (int, error) {
 		}
 		if err != nil {
 			s.die(err)
+			if s.inSetup {
+				// The connection failed before the server's setup reply
+				// was complete: xgb's NewConnNet must fail, not wait for
+				// replies that die only synthesizes for requests.
+				s.mu.Unlock()
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
 		}
 		if n > 0 || !s.isDead {
 			s.mu.Unlock()
