@@ -2,9 +2,12 @@
 
 GO      ?= go
 PREFIX  ?= $(HOME)/.local
-BIN     := bin
+BIN     ?= bin
 
-.PHONY: all build run test bench clean
+BINDIR  := $(PREFIX)/bin
+UNITDIR ?= $(HOME)/.config/systemd/user
+
+.PHONY: all build run test bench clean install uninstall
 
 all: build
 
@@ -29,3 +32,15 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+# Install both binaries under $(PREFIX) and the user units, pointing at them.
+install: build
+	install -d $(BINDIR) $(UNITDIR)
+	install -m 0755 $(BIN)/agentd $(BIN)/agentctl $(BINDIR)/
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/agentd.service > $(UNITDIR)/agentd.service
+	install -m 0644 systemd/agentd.socket $(UNITDIR)/agentd.socket
+	@echo "installed; start at login with: systemctl --user daemon-reload && systemctl --user enable --now agentd.socket"
+
+# Remove exactly what install put in place.
+uninstall:
+	rm -f $(BINDIR)/agentd $(BINDIR)/agentctl $(UNITDIR)/agentd.service $(UNITDIR)/agentd.socket

@@ -109,6 +109,9 @@ func (h *home) startDaemon(args []string, extraEnv ...string) *daemonProc {
 		return h.hello() == nil
 	})
 	h.t.Cleanup(func() {
+		if h.t.Failed() {
+			h.t.Logf("agentd's log:\n%s", d.stderr)
+		}
 		if d.exited() {
 			return
 		}

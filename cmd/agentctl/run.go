@@ -58,11 +58,21 @@ type verb struct {
 	run     func(ctx context.Context, e *env, args []string) (any, error)
 	// human prints the result for a person; nil prints it as indented JSON.
 	human func(w io.Writer, result any) error
+	// serverTimeout marks verbs that hand --timeout to the daemon as the
+	// operation's deadline: the client waits a little longer, so the
+	// daemon's timeout answer, with what it saw, arrives first.
+	serverTimeout bool
 }
+
+// serverTimeoutSlack is how much longer the client waits than a deadline it
+// handed to the daemon.
+const serverTimeoutSlack = 2 * time.Second
 
 // verbs is agentctl's command table; --help is generated from it.
 func verbs() []verb {
-	vs := []verb{versionVerb(), helloVerb()}
+	vs := append([]verb{versionVerb(), helloVerb()}, sessionVerbs()...)
+	vs = append(vs, screenVerbs()...)
+	vs = append(vs, channelVerbs()...)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
 	return vs
 }
@@ -110,13 +120,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return e.fail(name, usagef("unknown command %q; agentctl --help lists the commands", name))
 	}
 	if e.timeout > 0 {
+		limit := e.timeout
+		if v.serverTimeout {
+			limit += serverTimeoutSlack
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	result, err := v.run(ctx, e, rest)
 	if e.client != nil {
 		e.client.Close()
+	}
+	if errors.Is(err, errPrinted) {
+		return wire.ExitOK
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {

@@ -1,32 +1,46 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/pkg/daemon"
+	"github.com/agentd/agentd/pkg/session"
 )
 
 const usage = `agentd — the per-user daemon for agent sessions and the X11 screen
 
 Usage:
-  agentd [flags]        run the daemon in the foreground
-  agentd version        print the version and build
+  agentd [flags]          run the daemon in the foreground
+  agentd --check-config   validate the config file and flags, then exit
+  agentd --print-config   print the effective settings and where each came from
+  agentd version          print the version and build
+  agentd worker ...       a session's worker (started by agentd itself)
+
+Every setting can be given in $XDG_CONFIG_HOME/agentd/config.toml (see
+config.example.toml); flags override the file.
 
 Flags:
 `
 
 // run is agentd's whole life; it returns the process exit status.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "worker" {
+		// The per-session worker: started by the daemon, never by hand.
+		return session.RunWorker(ctx, args[1:], stderr)
+	}
 	if len(args) > 0 && args[0] == "version" {
 		fp, _ := buildinfo.SelfFingerprint()
 		fmt.Fprintf(stderr, "agentd %s (build %s)\n", buildinfo.Version, fp)
@@ -34,16 +48,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		cfg       daemon.Config
-		logLevel  = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		logFormat = fs.String("log-format", "", "log format: json or console (default: console on a terminal, json otherwise)")
-	)
-	fs.StringVar(&cfg.SocketPath, "socket", "", "socket path (default $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock)")
-	fs.StringVar(&cfg.StateDir, "state-dir", "", "state directory (default $XDG_STATE_HOME/agentd)")
-	fs.IntVar(&cfg.MaxConnections, "max-connections", daemon.DefaultMaxConnections, "most client connections at once; more are answered busy")
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 10*time.Second, "how long a frame may take to arrive once begun")
-	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", daemon.DefaultShutdownGrace, "how long in-flight requests may finish on stop")
+	flags := config.Flags(fs)
+	configPath := fs.String("config", config.DefaultPath(), "config file")
+	check := fs.Bool("check-config", false, "validate the config and exit")
+	print := fs.Bool("print-config", false, "print the effective settings with their sources and exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -58,12 +66,48 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd: unexpected argument %q; see agentd --help\n", fs.Arg(0))
 		return 2
 	}
-	log, err := newLogger(stderr, *logLevel, *logFormat)
+	loaded, err := config.Load(*configPath, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd: %v\n", err)
 		return 2
 	}
+	for _, w := range loaded.Warnings {
+		fmt.Fprintf(stderr, "agentd: warning: %s\n", w)
+	}
+	switch {
+	case *print:
+		var b bytes.Buffer
+		loaded.Print(&b)
+		os.Stdout.Write(b.Bytes())
+		return 0
+	case *check:
+		fmt.Fprintf(stderr, "agentd: config ok (%s)\n", describePath(loaded))
+		return 0
+	}
+	s := loaded.Settings
+	level := &atomic.Value{}
+	log, err := newLogger(stderr, s.LogLevel, s.LogFormat, level)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd: %v\n", err)
+		return 2
+	}
+	cfg := daemonConfig(s)
 	cfg.Logger = log
+	cfg.ConfigPath = *configPath
+	cfg.Reload = func() (daemon.Config, error) {
+		l, err := config.Load(*configPath, flags)
+		if err != nil {
+			return daemon.Config{}, err
+		}
+		return daemonConfig(l.Settings), nil
+	}
+	cfg.SetLogLevel = func(name string) error {
+		lvl, err := zerolog.ParseLevel(name)
+		if err == nil {
+			level.Store(lvl)
+		}
+		return err
+	}
 	if err := daemon.New(cfg).Run(ctx); err != nil {
 		log.Error().Err(err).Msg("agentd failed")
 		return 1
@@ -71,13 +115,37 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return 0
 }
 
-// newLogger builds the one logger: JSON lines for journald, or a console
-// format for a person at a terminal.
-func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		return zerolog.Logger{}, fmt.Errorf("unknown --log-level %q; use debug, info, warn or error", level)
+func describePath(l *config.Loaded) string {
+	if l.Path == "" {
+		return "no config file; defaults and flags"
 	}
+	return l.Path
+}
+
+// daemonConfig turns settings into the daemon's configuration.
+func daemonConfig(s config.Settings) daemon.Config {
+	display := s.Display
+	if display == "" {
+		display = os.Getenv("DISPLAY")
+	}
+	return daemon.Config{
+		SocketPath: s.Socket, StateDir: s.StateDir, MaxConnections: s.MaxConnections,
+		ReadTimeout: s.ReadTimeout.D(), ShutdownGrace: s.ShutdownGrace.D(), EventLogCap: s.EventLogCap,
+		Display: display, AllowAct: s.AllowAct, AuditMaxBytes: s.AuditLogCap,
+		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
+		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel,
+	}
+}
+
+// newLogger builds the one logger: JSON lines for journald, or a console
+// format for a person at a terminal. Its level lives in level, so a config
+// reload can change it.
+func newLogger(w io.Writer, levelName, format string, level *atomic.Value) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(levelName)
+	if err != nil || levelName == "" {
+		return zerolog.Logger{}, fmt.Errorf("unknown log level %q; use debug, info, warn or error", levelName)
+	}
+	level.Store(lvl)
 	switch format {
 	case "":
 		if isTerminal(w) {
@@ -87,9 +155,19 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}
 	case "json":
 	default:
-		return zerolog.Logger{}, fmt.Errorf("unknown --log-format %q; use json or console", format)
+		return zerolog.Logger{}, fmt.Errorf("unknown log format %q; use json or console", format)
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Hook(levelHook{level}).With().Timestamp().Logger(), nil
+}
+
+// levelHook drops events below the current level, which can change while
+// the daemon runs.
+type levelHook struct{ level *atomic.Value }
+
+func (h levelHook) Run(e *zerolog.Event, l zerolog.Level, _ string) {
+	if l < h.level.Load().(zerolog.Level) {
+		e.Discard()
+	}
 }
 
 func isTerminal(w io.Writer) bool {

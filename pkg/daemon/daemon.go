@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -45,7 +47,42 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Logger receives the daemon's logs. The zero Logger discards them.
 	Logger zerolog.Logger
+	// EventLogCap caps each session's event log on disk; zero is the
+	// session package's default (64 MiB).
+	EventLogCap int64
+	// WorkerCommand starts a session worker; nil is this executable with
+	// the argument "worker".
+	WorkerCommand []string
+	// ReconcileTimeout bounds the reconcile that runs at start; zero is
+	// DefaultReconcileTimeout.
+	ReconcileTimeout time.Duration
+	// Display is the X display to serve ("" means none: the screen methods
+	// answer screen_unavailable). cmd/agentd passes $DISPLAY.
+	Display string
+	// AllowAct is the user's consent to agent.act; off by default.
+	AllowAct bool
+	// AuditMaxBytes caps the audit log; zero is the capture package's default.
+	AuditMaxBytes int64
+	// AskTimeout, AskIdle and LockTimeout are the defaults of agent.ask
+	// (and the lock wait of agent.act) when a request leaves them zero;
+	// zero here leaves them to the components.
+	AskTimeout, AskIdle, LockTimeout time.Duration
+	// ChannelQueue bounds each channel's queue; zero is DefaultChannelQueue.
+	ChannelQueue int
+
+	// ConfigPath is the config file to watch for live reload; "" watches
+	// nothing. Reload reads it again (with the command line's flags on
+	// top); SetLogLevel changes the log level of Logger.
+	ConfigPath  string
+	Reload      func() (Config, error)
+	SetLogLevel func(level string) error
+	// LogLevel is the level the logger was built with, for reload.
+	LogLevel string
 }
+
+// DefaultReconcileTimeout bounds the start-up reconcile: sessions it could
+// not judge by then are left as they are and reported.
+const DefaultReconcileTimeout = 10 * time.Second
 
 // DefaultStateDir is $XDG_STATE_HOME/agentd, or ~/.local/state/agentd.
 func DefaultStateDir() string {
@@ -75,6 +112,9 @@ func (c *Config) setDefaults() {
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
+	if c.ReconcileTimeout <= 0 {
+		c.ReconcileTimeout = DefaultReconcileTimeout
+	}
 }
 
 // Daemon is a running agentd: the listener, its connections and components.
@@ -83,11 +123,20 @@ type Daemon struct {
 	log     zerolog.Logger
 	router  *router
 	started time.Time
-	build   func() string
 
-	conns    sync.WaitGroup
-	connSem  chan struct{}
-	nextConn atomic.Uint64
+	// sessions and screen are set in Run, before the first connection is
+	// accepted.
+	sessions sessionService
+	screen   screenService
+	channels *channelRegistry
+	build    func() string
+
+	conns     sync.WaitGroup
+	openConns atomic.Int64
+	nextConn  atomic.Uint64
+	// live holds the settings that can change while running (limits,
+	// timeouts, defaults, consent); reload swaps it.
+	live atomic.Pointer[Config]
 
 	// inflight counts requests being handled; stopping waits for it.
 	mu       sync.Mutex
@@ -99,12 +148,14 @@ type Daemon struct {
 func New(cfg Config) *Daemon {
 	cfg.setDefaults()
 	d := &Daemon{
-		cfg:     cfg,
-		log:     cfg.Logger.With().Str("component", "daemon").Logger(),
-		router:  newRouter(),
-		started: time.Now(),
-		connSem: make(chan struct{}, cfg.MaxConnections),
+		cfg:      cfg,
+		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
+		router:   newRouter(),
+		started:  time.Now(),
+		channels: newChannelRegistry(),
 	}
+	d.channels.setQueueCap(cfg.ChannelQueue)
+	d.live.Store(&cfg)
 	// The fingerprint reads the whole binary; do it once, off the start-up
 	// path, and let the first hello wait for it if it comes that early.
 	d.build = sync.OnceValue(func() string {
@@ -116,6 +167,9 @@ func New(cfg Config) *Daemon {
 	})
 	go d.build()
 	d.router.register(d.helloRoutes()...)
+	d.router.register(d.sessionRoutes()...)
+	d.router.register(d.screenRoutes()...)
+	d.router.register(d.channelRoutes()...)
 	return d
 }
 
@@ -133,6 +187,42 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
+	sessionLog := d.cfg.Logger
+	mgr, err := session.NewManager(session.ManagerOptions{
+		StateDir:      d.cfg.StateDir,
+		RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
+		DaemonSocket:  d.cfg.SocketPath,
+		WorkerCommand: d.cfg.WorkerCommand,
+		LogCap:        d.cfg.EventLogCap,
+		Logger:        &sessionLog,
+	})
+	if err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	defer mgr.Close() // sessions keep running: their workers own them
+	d.sessions = mgr
+
+	scr, err := capture.New(capture.Options{
+		Display:       d.cfg.Display,
+		AllowAct:      d.cfg.AllowAct,
+		AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
+		AuditMaxBytes: d.cfg.AuditMaxBytes,
+		Logger:        d.cfg.Logger.With().Str("component", "capture").Logger(),
+	})
+	if err != nil {
+		return fmt.Errorf("screen: %w", err)
+	}
+	defer scr.Close()
+	d.screen = scr
+	screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
+	screenDone := make(chan struct{})
+	go func() {
+		defer close(screenDone)
+		if err := scr.Run(screenCtx); err != nil {
+			d.log.Error().Err(err).Msg("screen stopped")
+		}
+	}()
+	defer func() { stopScreen(); <-screenDone }()
 
 	n := newNotifier()
 	connCtx, cancelConns := context.WithCancel(context.WithoutCancel(ctx))
@@ -147,6 +237,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Warn().Err(err).Msg("sd_notify READY failed")
 	}
 	stopWatchdog := d.startWatchdog(n)
+	go d.reconcileAtStart(connCtx)
+	stopWatching := d.watchConfig()
+	defer stopWatching()
 
 	var runErr error
 	select {
@@ -168,8 +261,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { d.inflight.Wait(); close(drained) }()
 	select {
 	case <-drained:
-	case <-time.After(d.cfg.ShutdownGrace):
-		d.log.Warn().Dur("grace", d.cfg.ShutdownGrace).Msg("in-flight requests did not finish in time; cancelling them")
+	case <-time.After(d.live.Load().ShutdownGrace):
+		d.log.Warn().Dur("grace", d.live.Load().ShutdownGrace).Msg("in-flight requests did not finish in time; cancelling them")
 	}
 	// 4. Close connections; their handlers see their contexts end.
 	cancelConns()
@@ -213,6 +306,27 @@ func (d *Daemon) listen() (net.Listener, func(), error) {
 	}, nil
 }
 
+// reconcileAtStart re-attaches to the sessions of a previous daemon while
+// this one already serves. It never aborts start-up: what it cannot judge
+// in time is left as it is and logged.
+func (d *Daemon) reconcileAtStart(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReconcileTimeout)
+	defer cancel()
+	rep, err := d.sessions.Reconcile(ctx)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("start-up reconcile failed; run agentctl reconcile to retry")
+		return
+	}
+	counts := map[string]int{}
+	for _, s := range rep.Sessions {
+		counts[s.Action]++
+		if s.Action != session.ActionAttached && s.Action != session.ActionEnded {
+			d.log.Warn().Str("session", s.Name).Str("action", s.Action).Str("detail", s.Detail).Msg("reconcile")
+		}
+	}
+	d.log.Info().Int("sessions", len(rep.Sessions)).Interface("actions", counts).Dur("took", rep.Took).Msg("start-up reconcile done")
+}
+
 func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
 	every := watchdogInterval()
 	if every == 0 {
@@ -254,15 +368,14 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 			c.Close()
 			continue
 		}
-		select {
-		case d.connSem <- struct{}{}:
-		default:
-			go d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", d.cfg.MaxConnections))
+		if limit := d.live.Load().MaxConnections; d.openConns.Add(1) > int64(limit) {
+			d.openConns.Add(-1)
+			go d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", limit))
 			continue
 		}
 		d.conns.Add(1)
 		go func() {
-			defer func() { <-d.connSem; d.conns.Done() }()
+			defer func() { d.openConns.Add(-1); d.conns.Done() }()
 			d.serveConn(ctx, uc)
 		}()
 	}
@@ -300,10 +413,11 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 			"uid %d may not use this agentd (it serves uid %d); run agentctl as that user", peer.UID, os.Getuid()))
 		return
 	}
-	conn := &Conn{ID: id, Peer: peer, log: log}
+	conn := &Conn{ID: id, Peer: peer, log: log, forgetCaller: d.screen.ForgetCaller}
 	conn.sc = wire.NewServerConn(uc, wire.ServeOptions{
-		ReadTimeout: d.cfg.ReadTimeout,
+		ReadTimeout: d.live.Load().ReadTimeout,
 		ToWireError: toWireError,
+		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
 		OnRequestDone: func(req *wire.Request, took time.Duration, e *wire.Error) {
 			d.logRequest(log, req, took, e)
 		},
@@ -373,6 +487,11 @@ type Conn struct {
 	mu       sync.Mutex
 	onClose  []func()
 	isClosed bool
+
+	// forgetCaller drops the screen's memory of this connection's last
+	// observation; registered on first use.
+	forgetCaller func(key string)
+	onceForget   sync.Once
 }
 
 // Notify sends a notification on this connection.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -15,9 +17,42 @@ var errShuttingDown = wire.Errorf(wire.CodeShuttingDown, "agentd is shutting dow
 // function knows the codes.
 func toWireError(err error) *wire.Error {
 	var we *wire.Error
+	var te *session.TimeoutError
 	switch {
 	case errors.As(err, &we):
 		return we
+	case errors.As(err, &te):
+		return wire.Errorf(wire.CodeTimeout, "%s", te.Error()).WithDetails(wire.TimeoutDetails{
+			Name: te.Name, Op: te.Op, TimeoutMS: te.Timeout.Milliseconds(), Partial: te.Partial,
+			Screen: te.Screen, FromSeq: te.FromSeq, ToSeq: te.ToSeq})
+	case errors.Is(err, session.ErrNotFound):
+		return wire.Errorf(wire.CodeAgentNotFound, "%v", err)
+	case errors.Is(err, session.ErrExists):
+		return wire.Errorf(wire.CodeAgentExists, "%v", err)
+	case errors.Is(err, session.ErrInvalid):
+		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	case errors.Is(err, session.ErrSpawnFailed):
+		return wire.Errorf(wire.CodeSpawnFailed, "%v", err)
+	case errors.Is(err, session.ErrInvalidStatus):
+		return wire.Errorf(wire.CodeInvalidStatus, "%v", err)
+	case errors.Is(err, session.ErrLockTimeout):
+		return wire.Errorf(wire.CodeLockTimeout, "%v", err)
+	case errors.Is(err, session.ErrTimeout):
+		return wire.Errorf(wire.CodeTimeout, "%v", err)
+	case errors.Is(err, session.ErrBusy):
+		return wire.Errorf(wire.CodeBusy, "%v", err)
+	case errors.Is(err, capture.ErrInvalid), errors.Is(err, capture.ErrTooLarge):
+		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	case errors.Is(err, capture.ErrRefused):
+		return wire.Errorf(wire.CodeRefused, "%v", err)
+	case errors.Is(err, capture.ErrLockTimeout):
+		return wire.Errorf(wire.CodeLockTimeout, "%v", err)
+	case errors.Is(err, capture.ErrBusy):
+		return wire.Errorf(wire.CodeBusy, "%v", err)
+	case errors.Is(err, capture.ErrUnavailable):
+		return wire.Errorf(wire.CodeScreenUnavailable, "%v", err)
+	case errors.Is(err, capture.ErrTimeout):
+		return wire.Errorf(wire.CodeTimeout, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return wire.Errorf(wire.CodeTimeout, "%v; give the call a longer --timeout", err)
 	case errors.Is(err, context.Canceled):

@@ -35,8 +35,8 @@ func (d *Daemon) hello(ctx context.Context, call *Call) (any, error) {
 		StateDir:          d.cfg.StateDir,
 		Limits: wire.Limits{
 			MaxFrameBytes:  wire.MaxFrameSize,
-			MaxConnections: d.cfg.MaxConnections,
-			ReadTimeoutMS:  d.cfg.ReadTimeout.Milliseconds(),
+			MaxConnections: d.live.Load().MaxConnections,
+			ReadTimeoutMS:  d.live.Load().ReadTimeout.Milliseconds(),
 		},
 		Methods: d.router.methods(),
 	}, nil

@@ -208,6 +208,27 @@ func (c *Client) forget(id uint64) {
 	c.mu.Unlock()
 }
 
+// marshalRequest encodes a request with params marshalled from p (nil for none).
+func marshalRequest(id uint64, method string, p any) ([]byte, error) {
+	var raw json.RawMessage
+	if p != nil {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode params of %s: %w", method, err)
+		}
+		raw = b
+	}
+	return json.Marshal(Request{ID: id, Method: method, Params: raw})
+}
+
+// decodeResult decodes a result into v.
+func decodeResult(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	return nil
+}
+
 func (c *Client) send(id uint64, method string, params json.RawMessage) error {
 	body, err := json.Marshal(Request{ID: id, Method: method, Params: params})
 	if err != nil {

@@ -37,6 +37,30 @@
 // the connection is closed: the reader has lost its place in the stream.
 // Error codes, their retryability and agentctl's exit codes are in Codes.
 //
+// # Raw streaming
+//
+// agent.attach switches its connection from frames to a raw terminal
+// stream. The client sends the attach request as the only request in flight
+// on a fresh connection; the daemon answers it with a normal response frame
+// (an AttachResult, or an error, after which the connection stays framed).
+// After a successful answer there are no more frames in either direction:
+// bytes from the client are the session's keyboard input (dropped when
+// read_only), and bytes from the daemon are the program's output, starting
+// with a repaint of the current screen. The stream ends when either side
+// closes the connection or the session ends. Resizing is done with
+// agent.resize on another connection.
+//
+// # Methods
+//
+// Sessions: agent.spawn, agent.ask, agent.list, agent.status, agent.stop,
+// agent.rm, agent.reconcile, agent.logs (notifications agent.log_event when
+// following), agent.send, agent.snapshot, agent.wait, agent.resize,
+// agent.attach. The screen: agent.screenshot, agent.act, agent.screen.
+// Channels: channel.register_channel (then channel.message notifications
+// on that connection), channel.unregister_channel, channel.push_to_channel,
+// channel.ack, channel.list, channel.reply. Their parameter and result
+// types are in this package, named after the method.
+//
 // # Handshake
 //
 // agent.hello {version} answers the protocol version, the daemon's version

@@ -40,6 +40,21 @@ type ServeOptions struct {
 	// OnPanic, when set, is told of a handler panic before it is answered
 	// as internal.
 	OnPanic func(req *Request, value any, stack []byte)
+	// MayUpgrade, when set, names the methods whose handler may return an
+	// *Upgrade. Those are handled on the reading goroutine, so no frame is
+	// read past them while they decide.
+	MayUpgrade func(method string) bool
+}
+
+// Upgrade is a handler result that switches the connection from frames to
+// a raw byte stream (agentctl attach). The response carrying Result is
+// written first; then, once every other request on the connection has been
+// answered, Stream owns the connection until it returns, and the connection
+// is closed. A handler that returns an error instead leaves the connection
+// as it was.
+type Upgrade struct {
+	Result any
+	Stream func(ctx context.Context, rw io.ReadWriter) error
 }
 
 // Defaults for ServeOptions.
@@ -140,6 +155,15 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			}
 			continue
 		}
+		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
+			if up := s.handleUpgrade(ctx, h, req); up != nil {
+				wg.Wait()
+				setReadDeadline(time.Time{})
+				s.conn.SetWriteDeadline(time.Time{})
+				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
+			}
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -201,6 +225,41 @@ func (s *ServerConn) ended(ctx context.Context, err error) error {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// streamRW is the raw stream of an upgraded connection: reads start with
+// whatever the frame reader had buffered.
+type streamRW struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s streamRW) Read(p []byte) (int, error)  { return s.r.Read(p) }
+func (s streamRW) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+// handleUpgrade runs a request that may upgrade the connection and answers
+// it; it returns the upgrade when the handler asked for one.
+func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgrade {
+	start := time.Now()
+	result, err := s.call(ctx, h, req)
+	up, _ := result.(*Upgrade)
+	if up != nil {
+		result = up.Result
+	}
+	var werr *Error
+	var raw json.RawMessage
+	if err == nil {
+		raw, err = marshalResult(result)
+	}
+	if err != nil {
+		werr = s.toWire(err)
+		up = nil
+	}
+	s.reply(req.ID, raw, werr)
+	if s.opts.OnRequestDone != nil {
+		s.opts.OnRequestDone(req, time.Since(start), werr)
+	}
+	return up
 }
 
 func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request) {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// detachKey ends an attach without touching the session: Ctrl-] (0x1d), the
+// key telnet made familiar, which terminal programs rarely need.
+const detachKey = 0x1d
+
+func attachVerb() verb {
+	return verb{
+		name: "attach", args: "NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			var readOnly bool
+			pos, _, err := verbFlags("attach", args, func(fs *flag.FlagSet) {
+				fs.BoolVar(&readOnly, "read-only", false, "watch without typing")
+			})
+			if err != nil {
+				return nil, err
+			}
+			if err := wantArgs("attach", "NAME [--read-only]", pos, 1); err != nil {
+				return nil, err
+			}
+			return nil, attach(ctx, e, pos[0], readOnly)
+		},
+	}
+}
+
+func attach(ctx context.Context, e *env, name string, readOnly bool) error {
+	in, _ := e.stdin.(*os.File)
+	out, _ := e.stdout.(*os.File)
+	if !readOnly && out != nil {
+		// Size the session to this terminal before the repaint arrives.
+		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			if c, err := e.dial(ctx); err == nil {
+				c.Resize(ctx, wire.ResizeParams{Name: name, Cols: int(ws.Col), Rows: int(ws.Row)})
+			}
+		}
+	}
+	conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, ReadOnly: readOnly})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if in != nil {
+		if restore, err := makeRaw(int(in.Fd())); err == nil {
+			defer restore()
+		}
+	}
+	fmt.Fprintf(e.stderr, "[attached to %s; Ctrl-] detaches]\r\n", name)
+
+	if !readOnly && out != nil {
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for range winch {
+				if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+					if c, err := e.dial(ctx); err == nil {
+						c.Resize(ctx, wire.ResizeParams{Name: name, Cols: int(ws.Col), Rows: int(ws.Row)})
+					}
+				}
+			}
+		}()
+	}
+
+	ended := make(chan struct{})
+	go func() {
+		io.Copy(e.stdout, conn)
+		close(ended)
+	}()
+	detached := make(chan struct{})
+	go func() {
+		defer close(detached)
+		buf := make([]byte, 4096)
+		for {
+			n, err := e.stdin.Read(buf)
+			chunk := buf[:n]
+			if i := bytes.IndexByte(chunk, detachKey); i >= 0 {
+				conn.Write(chunk[:i])
+				return
+			}
+			if n > 0 {
+				if _, werr := conn.Write(chunk); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				// Input ended (a pipe): keep watching until the session
+				// ends or the user interrupts.
+				<-ended
+				return
+			}
+		}
+	}()
+	select {
+	case <-ended:
+		fmt.Fprintf(e.stderr, "\r\n[session %s ended the stream]\r\n", name)
+	case <-detached:
+		fmt.Fprintf(e.stderr, "\r\n[detached from %s]\r\n", name)
+	case <-ctx.Done():
+	}
+	return errPrinted
+}
+
+// makeRaw puts the terminal fd in raw mode and returns how to restore it.
+func makeRaw(fd int) (func(), error) {
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, err
+	}
+	raw := *old
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag &^= unix.CSIZE | unix.PARENB
+	raw.Cflag |= unix.CS8
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
+		return nil, err
+	}
+	return func() { unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+func screenVerbs() []verb { return []verb{screenshotVerb(), actVerb(), screenVerb()} }
+
+func screenshotVerb() verb {
+	const usage = "-o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY]"
+	return verb{
+		name: "screenshot", args: usage, summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			var out, region string
+			var monitor, maxWidth, jpeg int
+			pos, _, err := verbFlags("screenshot", args, func(fs *flag.FlagSet) {
+				fs.StringVar(&out, "o", "", "file to write, or - for stdout")
+				fs.StringVar(&region, "region", "", "X,Y,W,H in screen pixels")
+				fs.IntVar(&monitor, "monitor", -1, "monitor index (agentctl screen lists them)")
+				fs.IntVar(&maxWidth, "max-width", -1, "scale down to at most this width")
+				fs.IntVar(&jpeg, "jpeg", 0, "JPEG with this quality (1-100) instead of PNG")
+			})
+			if err != nil {
+				return nil, err
+			}
+			if len(pos) > 0 || out == "" {
+				return nil, usagef("usage: agentctl screenshot %s", usage)
+			}
+			var p wire.ScreenshotParams
+			if region != "" {
+				if p.Region, err = parseRegion(region); err != nil {
+					return nil, err
+				}
+			}
+			if monitor >= 0 {
+				p.Monitor = &monitor
+			}
+			if maxWidth != -1 {
+				p.MaxWidth = &maxWidth
+			}
+			if jpeg != 0 {
+				p.Format, p.Quality = "jpeg", &jpeg
+			}
+			if out != "-" {
+				// The daemon writes the file itself: no image crosses the socket.
+				if p.Path, err = filepath.Abs(out); err != nil {
+					return nil, err
+				}
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r, err := c.Screenshot(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if out == "-" {
+				if _, err := e.stdout.Write(r.Image); err != nil {
+					return nil, err
+				}
+				return nil, errPrinted
+			}
+			return r, nil
+		},
+		human: func(w io.Writer, r any) error {
+			s := r.(*wire.ScreenshotResult)
+			fmt.Fprintf(w, "%s: %dx%d %s, %d bytes (capture %.1f ms, encode %.1f ms)\n", s.Path, s.Width, s.Height, s.Format, s.Bytes, s.CaptureMS, s.EncodeMS)
+			return nil
+		},
+	}
+}
+
+func parseRegion(s string) (*wire.Region, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 {
+		return nil, usagef("region %q is not X,Y,W,H", s)
+	}
+	var n [4]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, usagef("region %q is not X,Y,W,H of whole numbers", s)
+		}
+		n[i] = v
+	}
+	return &wire.Region{X: n[0], Y: n[1], Width: n[2], Height: n[3]}, nil
+}
+
+func actVerb() verb {
+	const usage = "JSON|-"
+	return verb{
+		name: "act", args: usage,
+		summary: "run an input batch: a JSON array of actions, or {actions, observe, settle_ms}; - reads stdin",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			pos, after, err := verbFlags("act", args, func(*flag.FlagSet) {})
+			if err != nil {
+				return nil, err
+			}
+			pos = append(pos, after...)
+			if err := wantArgs("act", usage, pos, 1); err != nil {
+				return nil, err
+			}
+			text, err := e.stdinText(pos[0])
+			if err != nil {
+				return nil, err
+			}
+			p, err := parseBatch(text)
+			if err != nil {
+				return nil, err
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.Act(ctx, p)
+		},
+		human: func(w io.Writer, r any) error {
+			a := r.(*wire.ActResult)
+			fmt.Fprintf(w, "%s: %d actions in %.0f ms\n", a.Outcome, a.ActionsRun, a.DurationMS)
+			if o := a.Observation; o != nil {
+				state := fmt.Sprintf("%d bytes of %s", o.Bytes, o.Format)
+				if o.Unchanged {
+					state = "unchanged"
+				}
+				fmt.Fprintf(w, "observation: frame %d, %dx%d, %s, pointer %d,%d, window %q\n", o.FrameID, o.Width, o.Height, state, o.Pointer.X, o.Pointer.Y, o.ActiveWindow)
+			}
+			return nil
+		},
+	}
+}
+
+// parseBatch reads the batch as an array of actions or a whole request
+// object, strictly: an unknown field is an error naming it.
+func parseBatch(text string) (wire.ActParams, error) {
+	var p wire.ActParams
+	trimmed := strings.TrimSpace(text)
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var err error
+	switch {
+	case strings.HasPrefix(trimmed, "["):
+		err = dec.Decode(&p.Actions)
+	case strings.HasPrefix(trimmed, "{"):
+		err = dec.Decode(&p)
+	default:
+		return p, usagef("the batch must be a JSON array of actions or an object {\"actions\": [...]}")
+	}
+	if err != nil {
+		return p, usagef("the batch is not valid: %v", err)
+	}
+	if dec.More() {
+		return p, usagef("the batch has trailing data after the JSON value")
+	}
+	return p, nil
+}
+
+func screenVerb() verb {
+	return verb{
+		name: "screen", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			if len(args) > 0 {
+				return nil, usagef("screen takes no arguments")
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.Screen(ctx)
+		},
+		human: func(w io.Writer, r any) error {
+			s := r.(*wire.ScreenResult)
+			var b bytes.Buffer
+			fmt.Fprintf(&b, "display:     %s\n", s.Display)
+			if !s.Connected {
+				fmt.Fprintf(&b, "connected:   no (%s)\n", s.Reason)
+			} else {
+				fmt.Fprintf(&b, "size:        %dx%d\n", s.Width, s.Height)
+				for _, m := range s.Monitors {
+					fmt.Fprintf(&b, "monitor %d:   %s %dx%d+%d+%d\n", m.Index, m.Name, m.Width, m.Height, m.X, m.Y)
+				}
+				fmt.Fprintf(&b, "extensions:  %s\n", strings.Join(s.Extensions, ", "))
+				fmt.Fprintf(&b, "capture:     %s (%s)\n", s.CaptureMethod, s.CaptureWhy)
+				fmt.Fprintf(&b, "keyboard:    %s %s\n", s.KeyboardLayout, s.KeyboardVariant)
+			}
+			consent := "no (start agentd with --allow-act to allow it)"
+			if s.AllowAct {
+				consent = "yes"
+			}
+			fmt.Fprintf(&b, "acting:      %s\n", consent)
+			fmt.Fprintf(&b, "kill switch: %s\n", s.KillSwitch)
+			if h := s.Holder; h != nil {
+				fmt.Fprintf(&b, "held by:     pid %d %s %s since %s (%d waiting)\n", h.PID, h.Executable, h.Session, h.Since.Format("15:04:05"), s.Waiting)
+			}
+			_, err := w.Write(b.Bytes())
+			return err
+		},
+	}
+}

@@ -1,0 +1,389 @@
+// Package config is agentd's settings: one table of every setting (its
+// TOML key, command-line flag, default, documentation and whether it can
+// change while the daemon runs), the strict parser of
+// $XDG_CONFIG_HOME/agentd/config.toml, and the merge of defaults, file and
+// flags with the source of each value. It knows nothing of the daemon; the
+// daemon applies what it is given. It must not import pkg/daemon,
+// pkg/session or pkg/capture.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Settings are every setting of the daemon. Each field's tags give its TOML
+// key, its documentation and whether it applies live (reload) or needs a
+// restart. The flag of a setting is its key with '-' for '_'.
+type Settings struct {
+	Socket         string   `toml:"socket" doc:"socket path (empty: $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock)" live:"false"`
+	StateDir       string   `toml:"state_dir" doc:"sessions and the audit log (empty: $XDG_STATE_HOME/agentd)" live:"false"`
+	LogLevel       string   `toml:"log_level" doc:"debug, info, warn or error" live:"true"`
+	LogFormat      string   `toml:"log_format" doc:"json or console (empty: console on a terminal, json otherwise)" live:"false"`
+	Display        string   `toml:"display" doc:"X display to serve, e.g. \":0\" (empty: $DISPLAY; none: the screen is unavailable)" live:"false"`
+	AllowAct       bool     `toml:"allow_act" doc:"consent to agents acting on the screen (agent.act)" live:"true"`
+	MaxConnections int      `toml:"max_connections" doc:"most client connections at once; more are answered busy" live:"true"`
+	ReadTimeout    Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
+	ShutdownGrace  Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
+	AskTimeout     Duration `toml:"ask_timeout" doc:"default deadline of agent.ask" live:"true"`
+	AskIdle        Duration `toml:"ask_idle" doc:"default quiet time that ends an ask's answer" live:"true"`
+	LockTimeout    Duration `toml:"lock_timeout" doc:"default wait for a session's or the screen's lock" live:"true"`
+	EventLogCap    int64    `toml:"event_log_cap" doc:"bytes of event log kept per session; older records rotate out" live:"false"`
+	ChannelQueue   int      `toml:"channel_queue" doc:"messages queued per channel before pushes are answered busy" live:"true"`
+	AuditLogCap    int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
+}
+
+// Defaults are the settings when neither file nor flag says otherwise.
+func Defaults() Settings {
+	return Settings{
+		LogLevel:       "info",
+		MaxConnections: 512,
+		ReadTimeout:    Duration(10 * time.Second),
+		ShutdownGrace:  Duration(5 * time.Second),
+		AskTimeout:     Duration(10 * time.Minute),
+		AskIdle:        Duration(1500 * time.Millisecond),
+		LockTimeout:    Duration(10 * time.Second),
+		EventLogCap:    64 << 20,
+		ChannelQueue:   1024,
+		AuditLogCap:    16 << 20,
+	}
+}
+
+// Duration is a time.Duration written as "10s" or "1m30s" in TOML.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText writes the duration as Go writes it ("1m30s").
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "10s", "250ms", "1m30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"10s\" or \"1m30s\"", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Source says where a setting's value came from.
+type Source string
+
+// Sources.
+const (
+	FromDefault Source = "default"
+	FromFile    Source = "file"
+	FromFlag    Source = "flag"
+)
+
+// Field describes one setting.
+type Field struct {
+	Key  string // TOML key
+	Flag string // command-line flag
+	Doc  string
+	Live bool // applies without a restart
+	// Type is "string", "bool", "int" or "duration", for docs.
+	Type  string
+	index int
+}
+
+// Fields lists every setting, in declaration order.
+func Fields() []Field {
+	t := reflect.TypeFor[Settings]()
+	out := make([]Field, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := f.Tag.Get("toml")
+		typ := f.Type.Kind().String()
+		switch {
+		case f.Type == reflect.TypeFor[Duration]():
+			typ = "duration"
+		case f.Type.Kind() == reflect.Int64 || f.Type.Kind() == reflect.Int:
+			typ = "int"
+		}
+		out = append(out, Field{Key: key, Flag: strings.ReplaceAll(key, "_", "-"), Doc: f.Tag.Get("doc"),
+			Live: f.Tag.Get("live") == "true", Type: typ, index: i})
+	}
+	return out
+}
+
+// Value returns the setting's value as text, as it would be written in TOML.
+func (s *Settings) Value(f Field) string {
+	v := reflect.ValueOf(s).Elem().Field(f.index)
+	switch x := v.Interface().(type) {
+	case Duration:
+		return strconv.Quote(x.D().String())
+	case string:
+		return strconv.Quote(x)
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// Loaded is the effective configuration and where each value came from.
+type Loaded struct {
+	Settings Settings
+	Sources  map[string]Source // by key
+	Path     string            // the file read, or "" when there was none
+	Warnings []string          // problems that do not stop the daemon
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/agentd/config.toml (~/.config/...).
+func DefaultPath() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "agentd", "config.toml")
+}
+
+// Flags defines a flag for every setting on fs, with the defaults as flag
+// defaults. Apply reads back the ones that were set.
+func Flags(fs *flag.FlagSet) *FlagValues {
+	fv := &FlagValues{fs: fs, vals: Defaults()}
+	v := reflect.ValueOf(&fv.vals).Elem()
+	for _, f := range Fields() {
+		p := v.Field(f.index).Addr().Interface()
+		switch p := p.(type) {
+		case *string:
+			fs.StringVar(p, f.Flag, *p, f.Doc)
+		case *bool:
+			fs.BoolVar(p, f.Flag, *p, f.Doc)
+		case *int:
+			fs.IntVar(p, f.Flag, *p, f.Doc)
+		case *int64:
+			fs.Int64Var(p, f.Flag, *p, f.Doc)
+		case *Duration:
+			fs.DurationVar((*time.Duration)(p), f.Flag, p.D(), f.Doc)
+		}
+	}
+	return fv
+}
+
+// FlagValues holds the settings given on the command line.
+type FlagValues struct {
+	fs   *flag.FlagSet
+	vals Settings
+}
+
+// Load reads the config file at path (missing is fine: defaults), applies
+// the flags that were set on top, validates the result, and says where
+// each value came from. fv may be nil (no flags).
+func Load(path string, fv *FlagValues) (*Loaded, error) {
+	l := &Loaded{Settings: Defaults(), Sources: map[string]Source{}}
+	for _, f := range Fields() {
+		l.Sources[f.Key] = FromDefault
+	}
+	data, err := readConfig(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		l.Path = path
+		set, err := parse(path, data, &l.Settings)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range set {
+			l.Sources[k] = FromFile
+		}
+	}
+	if fv != nil {
+		src, dst := reflect.ValueOf(&fv.vals).Elem(), reflect.ValueOf(&l.Settings).Elem()
+		byFlag := map[string]Field{}
+		for _, f := range Fields() {
+			byFlag[f.Flag] = f
+		}
+		fv.fs.Visit(func(fl *flag.Flag) {
+			if f, ok := byFlag[fl.Name]; ok {
+				dst.Field(f.index).Set(src.Field(f.index))
+				l.Sources[f.Key] = FromFlag
+			}
+		})
+	}
+	if err := validate(path, data, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// readConfig reads the file, refusing a directory and a file (or a symlink
+// to a file) that belongs to another user: settings such as allow_act are
+// consent, and nobody else may give it.
+func readConfig(path string) ([]byte, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fs.ErrNotExist
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return nil, fmt.Errorf("config %s is a directory; the config is a TOML file", path)
+	}
+	if int(st.Uid) != os.Getuid() {
+		return nil, fmt.Errorf("config %s belongs to uid %d, not to you (uid %d); agentd reads only your own config — replace it with a file of your own", path, st.Uid, os.Getuid())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w; make it readable (chmod 600 %s)", path, err, path)
+	}
+	return data, nil
+}
+
+// parse decodes data strictly into s and returns the keys it set. Errors
+// name the file, the line and the key.
+func parse(path string, data []byte, s *Settings) ([]string, error) {
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		var sme *toml.StrictMissingError
+		if errors.As(err, &sme) && len(sme.Errors) > 0 {
+			e := sme.Errors[0]
+			row, _ := e.Position()
+			return nil, fmt.Errorf("%s:%d: unknown key %q; the known keys are in config.example.toml (agentd --print-config lists them)", path, row, strings.Join(e.Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			key := strings.Join(de.Key(), ".")
+			if key == "" {
+				key = keyAtLine(data, row)
+			}
+			for _, f := range Fields() {
+				if f.Key == key {
+					return nil, fmt.Errorf("%s:%d: key %q must be %s", path, row, key, typeWords[f.Type])
+				}
+			}
+			return nil, fmt.Errorf("%s:%d: key %q: %s", path, row, key, de.Error())
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var raw map[string]any
+	toml.Unmarshal(data, &raw)
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// typeWords say what a value of each setting type looks like.
+var typeWords = map[string]string{
+	"string":   "a string in quotes",
+	"bool":     "true or false",
+	"int":      "a whole number",
+	"duration": "a duration in quotes, such as \"10s\"",
+}
+
+var keyLine = regexp.MustCompile(`^\s*([A-Za-z0-9_]+)\s*=`)
+
+// keyAtLine returns the key assigned on line row (1-based) of data.
+func keyAtLine(data []byte, row int) string {
+	lines := bytes.Split(data, []byte("\n"))
+	if row < 1 || row > len(lines) {
+		return ""
+	}
+	if m := keyLine.FindSubmatch(lines[row-1]); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// lineOf returns the line where key is assigned in data, or 0.
+func lineOf(data []byte, key string) int {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if m := keyLine.FindSubmatch(line); m != nil && string(m[1]) == key {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// maxSocketPath is what fits in sun_path.
+const maxSocketPath = 107
+
+var displayPattern = regexp.MustCompile(`^[A-Za-z0-9.\-]*:[0-9]+(\.[0-9]+)?$`)
+
+// validate checks values that parse but make no sense, naming where they
+// were set.
+func validate(path string, data []byte, l *Loaded) error {
+	s := &l.Settings
+	where := func(key string) string {
+		switch l.Sources[key] {
+		case FromFlag:
+			return "flag --" + strings.ReplaceAll(key, "_", "-")
+		case FromFile:
+			return fmt.Sprintf("%s:%d: key %q", path, lineOf(data, key), key)
+		}
+		return "default " + key
+	}
+	positive := map[string]int64{
+		"max_connections": int64(s.MaxConnections), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
+		"ask_timeout": int64(s.AskTimeout), "ask_idle": int64(s.AskIdle), "lock_timeout": int64(s.LockTimeout),
+		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap,
+	}
+	for _, f := range Fields() {
+		if v, ok := positive[f.Key]; ok && v <= 0 {
+			return fmt.Errorf("%s: %s must be positive, not %s", where(f.Key), f.Key, s.Value(f))
+		}
+	}
+	switch s.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%s: log_level %q is not debug, info, warn or error", where("log_level"), s.LogLevel)
+	}
+	switch s.LogFormat {
+	case "", "json", "console":
+	default:
+		return fmt.Errorf("%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
+	}
+	if len(s.Socket) > maxSocketPath {
+		return fmt.Errorf("%s: socket path is %d bytes, over the %d a Unix socket allows; choose a shorter path", where("socket"), len(s.Socket), maxSocketPath)
+	}
+	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
+		return fmt.Errorf("%s: socket %q must be an absolute path", where("socket"), s.Socket)
+	}
+	if s.Display != "" {
+		if !displayPattern.MatchString(s.Display) {
+			return fmt.Errorf("%s: display %q is not an X display such as \":0\"", where("display"), s.Display)
+		}
+		if host, num, _ := strings.Cut(s.Display, ":"); host == "" {
+			num, _, _ = strings.Cut(num, ".")
+			if _, err := os.Stat("/tmp/.X11-unix/X" + num); err != nil {
+				l.Warnings = append(l.Warnings, fmt.Sprintf("%s: no X server runs on display %s now (no /tmp/.X11-unix/X%s); agentd will connect when one starts", where("display"), s.Display, num))
+			}
+		}
+	}
+	return nil
+}
+
+// Print writes the effective settings as TOML, each with its source.
+func (l *Loaded) Print(w *bytes.Buffer) {
+	if l.Path != "" {
+		fmt.Fprintf(w, "# file: %s\n", l.Path)
+	} else {
+		fmt.Fprintf(w, "# file: none (%s does not exist)\n", DefaultPath())
+	}
+	for _, f := range Fields() {
+		fmt.Fprintf(w, "%s = %s  # %s\n", f.Key, l.Settings.Value(f), l.Sources[f.Key])
+	}
+}

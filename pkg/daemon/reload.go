@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadSettle is how long the config directory must be quiet before a
+// change is read: editors write a file in several steps.
+const reloadSettle = 150 * time.Millisecond
+
+// watchConfig reloads the config when its file changes. It watches the
+// directory, not the file, so editors that replace the file (write a temp
+// file, rename it over) are seen, and so is a file created later. A bad
+// edit keeps the running settings and logs why; the next good edit is
+// picked up. It returns the function that stops watching.
+func (d *Daemon) watchConfig() (stop func()) {
+	if d.cfg.ConfigPath == "" || d.cfg.Reload == nil {
+		return func() {}
+	}
+	dir, name := filepath.Dir(d.cfg.ConfigPath), filepath.Base(d.cfg.ConfigPath)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot create the config directory; live reload is off")
+		return func() {}
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		d.log.Warn().Err(err).Msg("cannot watch the config; live reload is off")
+		return func() {}
+	}
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot watch the config directory; live reload is off")
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var settle <-chan time.Time
+		for {
+			select {
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Base(ev.Name) == name {
+					settle = time.After(reloadSettle)
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				d.log.Warn().Err(err).Msg("config watch error")
+			case <-settle:
+				settle = nil
+				d.reload()
+			}
+		}
+	}()
+	return func() { w.Close(); <-done }
+}
+
+// reload reads the config again and applies what can change live.
+func (d *Daemon) reload() {
+	next, err := d.cfg.Reload()
+	if err != nil {
+		d.log.Error().Err(err).Msg("config not reloaded; the running settings stay")
+		return
+	}
+	next.setDefaults()
+	cur := d.live.Load()
+	var applied, restart []string
+	if next.LogLevel != cur.LogLevel && d.cfg.SetLogLevel != nil {
+		if err := d.cfg.SetLogLevel(next.LogLevel); err == nil {
+			applied = append(applied, "log_level")
+		}
+	}
+	if next.ChannelQueue != cur.ChannelQueue {
+		d.channels.setQueueCap(next.ChannelQueue)
+	}
+	if next.AllowAct != cur.AllowAct {
+		d.screen.SetAllowAct(next.AllowAct)
+		applied = append(applied, "allow_act")
+	}
+	for _, c := range []struct {
+		key     string
+		changed bool
+	}{
+		{"max_connections", next.MaxConnections != cur.MaxConnections},
+		{"read_timeout", next.ReadTimeout != cur.ReadTimeout},
+		{"shutdown_grace", next.ShutdownGrace != cur.ShutdownGrace},
+		{"ask_timeout", next.AskTimeout != cur.AskTimeout},
+		{"ask_idle", next.AskIdle != cur.AskIdle},
+		{"lock_timeout", next.LockTimeout != cur.LockTimeout},
+		{"channel_queue", next.ChannelQueue != cur.ChannelQueue},
+	} {
+		if c.changed {
+			applied = append(applied, c.key)
+		}
+	}
+	for _, c := range []struct {
+		key     string
+		changed bool
+	}{
+		{"socket", next.SocketPath != cur.SocketPath},
+		{"state_dir", next.StateDir != cur.StateDir},
+		{"display", next.Display != cur.Display},
+		{"event_log_cap", next.EventLogCap != cur.EventLogCap},
+		{"audit_log_cap", next.AuditMaxBytes != cur.AuditMaxBytes},
+	} {
+		if c.changed {
+			restart = append(restart, c.key)
+		}
+	}
+	// Keep what needs a restart as it runs, so a later reload compares
+	// against what is really in force.
+	next.SocketPath, next.StateDir, next.Display = cur.SocketPath, cur.StateDir, cur.Display
+	next.EventLogCap, next.AuditMaxBytes = cur.EventLogCap, cur.AuditMaxBytes
+	d.live.Store(&next)
+	ev := d.log.Info().Strs("applied", applied)
+	if len(restart) > 0 {
+		ev = ev.Strs("need_restart", restart)
+	}
+	ev.Msg("config reloaded")
+}

@@ -1,0 +1,368 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/pkg/session"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// sessionService is what the daemon needs from the session manager.
+type sessionService interface {
+	Spawn(ctx context.Context, req session.SpawnRequest) (*session.Info, error)
+	Status(ctx context.Context, name string) (*session.Info, error)
+	List(ctx context.Context, req session.ListRequest) ([]session.ListEntry, error)
+	Stop(ctx context.Context, req session.StopRequest) (*session.ExitInfo, error)
+	Remove(ctx context.Context, name string, force bool) error
+	Ask(ctx context.Context, req session.AskRequest) (*session.AskResult, error)
+	Send(ctx context.Context, req session.SendRequest) error
+	Snapshot(ctx context.Context, name string) (*session.Snapshot, error)
+	Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error)
+	Resize(ctx context.Context, name string, cols, rows int) error
+	Logs(ctx context.Context, req session.LogsRequest, fn func(session.Event) error) error
+	Reconcile(ctx context.Context) (*session.ReconcileReport, error)
+	Attach(ctx context.Context, name string, rw io.ReadWriter) error
+}
+
+// maxLogEvents bounds one agent.logs answer so it fits a frame; callers
+// page with from_seq.
+const maxLogEvents = 10000
+
+// sessionRoutes are the agent.* session methods.
+func (d *Daemon) sessionRoutes() []Route {
+	return []Route{
+		{Method: wire.MethodSpawn, Mutates: true, Handle: d.spawn},
+		{Method: wire.MethodAsk, Mutates: true, Handle: d.ask},
+		{Method: wire.MethodList, Handle: d.list},
+		{Method: wire.MethodStatus, Handle: d.status},
+		{Method: wire.MethodStop, Mutates: true, Handle: d.stopSession},
+		{Method: wire.MethodRm, Mutates: true, Handle: d.rm},
+		{Method: wire.MethodReconcile, Mutates: true, Handle: d.reconcile},
+		{Method: wire.MethodLogs, Handle: d.logs},
+		{Method: wire.MethodSend, Mutates: true, Handle: d.send},
+		{Method: wire.MethodSnapshot, Handle: d.snapshot},
+		{Method: wire.MethodWait, Handle: d.wait},
+		{Method: wire.MethodResize, Mutates: true, Handle: d.resize},
+		{Method: wire.MethodAttach, Mutates: true, Handle: d.attach},
+	}
+}
+
+func msDuration(ms int64, field string) (time.Duration, error) {
+	if ms < 0 {
+		return 0, wire.Errorf(wire.CodeInvalidParams, "%s is %d; give a positive number of milliseconds, or 0 for the default", field, ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.SpawnParams](call)
+	if err != nil {
+		return nil, err
+	}
+	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows}
+	for k, v := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "environment variable name %q is not allowed: names are non-empty and hold no '=' or NUL", k)
+		}
+		req.Env = append(req.Env, k+"="+v)
+	}
+	info, err := d.sessions.Spawn(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return sessionStatus(info), nil
+}
+
+func (d *Daemon) status(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.NameParams](call)
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.sessions.Status(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return sessionStatus(info), nil
+}
+
+func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.ListParams](call)
+	if err != nil {
+		return nil, err
+	}
+	var req session.ListRequest
+	for _, s := range p.Status {
+		st := session.Status(s)
+		if _, ok := session.StatusTable[st]; !ok {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown status %q; use starting, running, exiting, exited, failed, destroying or destroyed", s)
+		}
+		req.Status = append(req.Status, st)
+	}
+	rows, err := d.sessions.List(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := &wire.ListResult{Sessions: make([]wire.SessionRow, 0, len(rows))}
+	for _, r := range rows {
+		res.Sessions = append(res.Sessions, wire.SessionRow{
+			Name: r.Name, Status: string(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
+			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: string(r.Termination),
+			ExitCode: r.ExitCode, Signal: r.Signal,
+		})
+	}
+	return res, nil
+}
+
+func (d *Daemon) stopSession(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.StopParams](call)
+	if err != nil {
+		return nil, err
+	}
+	grace, err := msDuration(p.GraceMS, "grace_ms")
+	if err != nil {
+		return nil, err
+	}
+	x, err := d.sessions.Stop(ctx, session.StopRequest{Name: p.Name, Signal: p.Signal, Grace: grace})
+	if err != nil {
+		return nil, err
+	}
+	return exitResult(x), nil
+}
+
+func (d *Daemon) rm(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.RmParams](call)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.sessions.Remove(ctx, p.Name, p.Force); err != nil {
+		return nil, err
+	}
+	return &wire.RmResult{Name: p.Name, Removed: true}, nil
+}
+
+func (d *Daemon) reconcile(ctx context.Context, call *Call) (any, error) {
+	if _, err := decodeParams[struct{}](call); err != nil {
+		return nil, err
+	}
+	rep, err := d.sessions.Reconcile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reconcileResult(rep), nil
+}
+
+func reconcileResult(rep *session.ReconcileReport) *wire.ReconcileResult {
+	res := &wire.ReconcileResult{Sessions: make([]wire.ReconcileRow, 0, len(rep.Sessions)), TookMS: rep.Took.Milliseconds()}
+	for _, s := range rep.Sessions {
+		res.Sessions = append(res.Sessions, wire.ReconcileRow{Name: s.Name, Before: string(s.Before), After: string(s.After), Action: s.Action, Detail: s.Detail})
+	}
+	return res
+}
+
+func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.AskParams](call)
+	if err != nil {
+		return nil, err
+	}
+	req := session.AskRequest{Name: p.Name, Text: p.Text, Until: p.Until}
+	if req.Timeout, err = msDuration(p.TimeoutMS, "timeout_ms"); err != nil {
+		return nil, err
+	}
+	if req.Idle, err = msDuration(p.IdleMS, "idle_ms"); err != nil {
+		return nil, err
+	}
+	if req.LockTimeout, err = msDuration(p.LockTimeoutMS, "lock_timeout_ms"); err != nil {
+		return nil, err
+	}
+	live := d.live.Load()
+	if req.Timeout == 0 {
+		req.Timeout = live.AskTimeout
+	}
+	if req.Idle == 0 && req.Until == "" {
+		req.Idle = live.AskIdle
+	}
+	if req.LockTimeout == 0 {
+		req.LockTimeout = live.LockTimeout
+	}
+	switch p.Via {
+	case "", "auto", "pty", "channel":
+	default:
+		return nil, wire.Errorf(wire.CodeInvalidParams, "via %q is not auto, pty or channel", p.Via)
+	}
+	if routed, res, err := d.askViaChannel(ctx, call.Conn, p); routed {
+		return res, err
+	}
+	if p.Via == "channel" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "session %q has no channel to ask through; use via auto or pty, or bind a channel to it first", p.Name)
+	}
+	r, err := d.sessions.Ask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Screen: r.Screen, Reason: r.Reason, ElapsedMS: r.Elapsed.Milliseconds(),
+		FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
+}
+
+func (d *Daemon) send(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.SendParams](call)
+	if err != nil {
+		return nil, err
+	}
+	return nil, d.sessions.Send(ctx, session.SendRequest{Name: p.Name, Text: p.Text, Keys: p.Keys})
+}
+
+func (d *Daemon) snapshot(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.NameParams](call)
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.sessions.Snapshot(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.SnapshotResult{Name: s.Name, Lines: s.Lines, Cols: s.Cols, Rows: s.Rows, CursorX: s.CursorX, CursorY: s.CursorY,
+		CursorVisible: s.CursorVisible, AltScreen: s.AltScreen, BracketedPaste: s.BracketedPaste, Hash: s.Hash, Seq: s.Seq}, nil
+}
+
+func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.WaitParams](call)
+	if err != nil {
+		return nil, err
+	}
+	req := session.WaitRequest{Name: p.Name, Until: p.Until, Exit: p.Exit}
+	if req.Idle, err = msDuration(p.IdleMS, "idle_ms"); err != nil {
+		return nil, err
+	}
+	if req.Timeout, err = msDuration(p.TimeoutMS, "timeout_ms"); err != nil {
+		return nil, err
+	}
+	r, err := d.sessions.Wait(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.WaitResult{Name: r.Name, Reason: r.Reason, Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}, nil
+}
+
+func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.ResizeParams](call)
+	if err != nil {
+		return nil, err
+	}
+	return nil, d.sessions.Resize(ctx, p.Name, p.Cols, p.Rows)
+}
+
+// errEnoughEvents stops a non-following log read at its limit.
+var errEnoughEvents = errors.New("enough events")
+
+func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.LogsParams](call)
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit < 0 || p.Limit > maxLogEvents {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "limit %d is outside 1..%d; page with from_seq instead", p.Limit, maxLogEvents)
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = maxLogEvents
+	}
+	res := &wire.LogsResult{Name: p.Name, Events: []wire.LogEvent{}, NextSeq: p.FromSeq}
+	req := session.LogsRequest{Name: p.Name, FromSeq: p.FromSeq, Follow: p.Follow}
+	err = d.sessions.Logs(ctx, req, func(ev session.Event) error {
+		le := logEvent(ev)
+		res.NextSeq = ev.Seq + 1
+		if p.Follow {
+			le.Name = p.Name
+			return call.Conn.Notify(wire.NotifyLogEvent, le)
+		}
+		res.Events = append(res.Events, le)
+		if len(res.Events) >= limit {
+			return errEnoughEvents
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughEvents) {
+		return nil, err
+	}
+	return res, nil
+}
+
+func logEvent(ev session.Event) wire.LogEvent {
+	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
+		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
+		Termination: string(ev.Termination)}
+}
+
+func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.AttachParams](call)
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.sessions.Status(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Allows.Attach {
+		return nil, &session.Error{Kind: session.ErrInvalidStatus,
+			Msg: fmt.Sprintf("session %q is %s and cannot be attached; only a running session can", p.Name, info.Status)}
+	}
+	return &wire.Upgrade{
+		Result: &wire.AttachResult{Name: p.Name, Cols: info.Cols, Rows: info.Rows},
+		Stream: func(ctx context.Context, rw io.ReadWriter) error {
+			if p.ReadOnly {
+				rw = readOnlyStream{rw}
+			}
+			return d.sessions.Attach(ctx, p.Name, rw)
+		},
+	}, nil
+}
+
+// readOnlyStream drops a watcher's keystrokes but still notices when it
+// hangs up.
+type readOnlyStream struct{ io.ReadWriter }
+
+func (r readOnlyStream) Read(p []byte) (int, error) {
+	var buf [512]byte
+	for {
+		if _, err := r.ReadWriter.Read(buf[:]); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func sessionStatus(i *session.Info) *wire.SessionStatus {
+	m := i.Manifest
+	s := &wire.SessionStatus{
+		Name: i.Name, Status: string(i.Status), Allows: allowsList(i.Allows), Termination: string(i.Termination),
+		ExitCode: i.ExitCode, Signal: i.Signal, Reason: i.Reason, WorkerPID: i.WorkerPID, ProgramPID: i.ProgramPID,
+		Cols: i.Cols, Rows: i.Rows, Bytes: i.Bytes, Events: i.Events, Asks: i.Asks,
+		Argv: m.Argv, Cwd: m.Cwd, EnvKeys: m.EnvKeys, CreatedAt: m.CreatedAt, StartedAt: m.StartedAt, LastActivity: i.LastActivity,
+	}
+	if m.EndedAt != nil {
+		s.EndedAt = *m.EndedAt
+	}
+	return s
+}
+
+func allowsList(a session.Allows) []string {
+	out := []string{}
+	for _, x := range []struct {
+		ok   bool
+		name string
+	}{{a.Ask, "ask"}, {a.Send, "send"}, {a.Resize, "resize"}, {a.Wait, "wait"}, {a.Attach, "attach"}, {a.Stop, "stop"}, {a.Remove, "remove"}} {
+		if x.ok {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
+func exitResult(x *session.ExitInfo) *wire.ExitResult {
+	return &wire.ExitResult{Name: x.Name, Status: string(x.Status), Termination: string(x.Termination), ExitCode: x.ExitCode,
+		Signal: x.Signal, EndedAt: x.EndedAt, AlreadyEnded: x.AlreadyEnded}
+}

@@ -1,0 +1,293 @@
+package wire
+
+import (
+	"time"
+)
+
+// Session methods (agent.*). Each has a parameter type named after it.
+const (
+	MethodSpawn     = "agent.spawn"
+	MethodAsk       = "agent.ask"
+	MethodList      = "agent.list"
+	MethodStatus    = "agent.status"
+	MethodStop      = "agent.stop"
+	MethodRm        = "agent.rm"
+	MethodReconcile = "agent.reconcile"
+	MethodLogs      = "agent.logs"
+	MethodSend      = "agent.send"
+	MethodSnapshot  = "agent.snapshot"
+	MethodWait      = "agent.wait"
+	MethodResize    = "agent.resize"
+	MethodAttach    = "agent.attach"
+
+	// NotifyLogEvent carries one event of a followed log (agent.logs with
+	// follow): params are a LogEvent.
+	NotifyLogEvent = "agent.log_event"
+)
+
+// SpawnParams start a session: a named program in a pseudo-terminal.
+type SpawnParams struct {
+	// Name matches [a-z0-9][a-z0-9._-]{0,62}, so it is safe as a path.
+	Name string   `json:"name"`
+	Argv []string `json:"argv"`
+	// Cwd is the working directory; empty is the user's home.
+	Cwd string `json:"cwd,omitempty"`
+	// Env adds variables to the program's environment. AGENTD_SESSION and
+	// AGENTD_SOCKET are always set.
+	Env map[string]string `json:"env,omitempty"`
+	// Cols and Rows are the terminal size; zero is 120x40.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
+}
+
+// SessionStatus is everything about one session (agent.status, and the
+// answer to agent.spawn).
+type SessionStatus struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // starting, running, exiting, exited, failed, destroying, destroyed
+	// Allows lists what the status allows: ask, send, resize, wait, attach,
+	// stop, remove.
+	Allows []string `json:"allows"`
+	// Termination is how it ended: clean_exit, nonzero_exit, signal_exit,
+	// host_death, spawn_failure; empty while it runs.
+	Termination  string    `json:"termination,omitempty"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	Signal       string    `json:"signal,omitempty"`
+	Reason       string    `json:"reason,omitempty"`
+	WorkerPID    int       `json:"worker_pid,omitempty"`
+	ProgramPID   int       `json:"program_pid,omitempty"`
+	Cols         int       `json:"cols"`
+	Rows         int       `json:"rows"`
+	Bytes        uint64    `json:"bytes"`  // output recorded
+	Events       uint64    `json:"events"` // event-log records
+	Asks         uint64    `json:"asks"`   // asks answered
+	Argv         []string  `json:"argv"`
+	Cwd          string    `json:"cwd"`
+	EnvKeys      []string  `json:"env_keys,omitempty"` // names only: values are not kept
+	CreatedAt    time.Time `json:"created_at"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+}
+
+// ListParams filter agent.list; empty Status lists every session.
+type ListParams struct {
+	Status []string `json:"status,omitempty"`
+}
+
+// ListResult is agent.list's answer.
+type ListResult struct {
+	Sessions []SessionRow `json:"sessions"`
+}
+
+// SessionRow is one row of agent.list.
+type SessionRow struct {
+	Name         string    `json:"name"`
+	Status       string    `json:"status"`
+	PID          int       `json:"pid,omitempty"`
+	Command      []string  `json:"command"`
+	CreatedAt    time.Time `json:"created_at"`
+	AgeMS        int64     `json:"age_ms"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	Termination  string    `json:"termination,omitempty"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	Signal       string    `json:"signal,omitempty"`
+}
+
+// NameParams name one session (agent.status, agent.snapshot).
+type NameParams struct {
+	Name string `json:"name"`
+}
+
+// StopParams end a session's program: Signal (default TERM) to its process
+// group, SIGKILL after GraceMS (default 5000).
+type StopParams struct {
+	Name    string `json:"name"`
+	Signal  string `json:"signal,omitempty"`
+	GraceMS int64  `json:"grace_ms,omitempty"`
+}
+
+// ExitResult says how a session's program ended.
+type ExitResult struct {
+	Name         string    `json:"name"`
+	Status       string    `json:"status"`
+	Termination  string    `json:"termination"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	Signal       string    `json:"signal,omitempty"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	AlreadyEnded bool      `json:"already_ended"`
+}
+
+// RmParams remove an ended session and its files; Force stops a running one first.
+type RmParams struct {
+	Name  string `json:"name"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// RmResult is agent.rm's answer.
+type RmResult struct {
+	Name    string `json:"name"`
+	Removed bool   `json:"removed"`
+}
+
+// AskParams deliver a question to a session and collect the answer.
+type AskParams struct {
+	Name string `json:"name"`
+	Text string `json:"text"` // at most 64 KiB
+	// TimeoutMS is the ask's deadline (default 10 minutes).
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// IdleMS ends collection once the program has been quiet this long
+	// after it started answering.
+	IdleMS int64 `json:"idle_ms,omitempty"`
+	// Until ends collection when this regular expression (RE2) matches the
+	// new output or the screen.
+	Until string `json:"until,omitempty"`
+	// LockTimeoutMS is how long to wait for another ask on the session.
+	LockTimeoutMS int64 `json:"lock_timeout_ms,omitempty"`
+	// Via is auto (default), pty or channel.
+	Via string `json:"via,omitempty"`
+}
+
+// AskResult is an answered ask.
+type AskResult struct {
+	Name      string   `json:"name"`
+	Answer    string   `json:"answer"` // plain text: escapes removed, the echo left out
+	Screen    []string `json:"screen"`
+	Reason    string   `json:"reason"` // idle, matched, exited, reply
+	ElapsedMS int64    `json:"elapsed_ms"`
+	FromSeq   uint64   `json:"from_seq"`
+	ToSeq     uint64   `json:"to_seq"`
+	Pasted    bool     `json:"pasted"`
+	Resent    bool     `json:"resent"`
+}
+
+// TimeoutDetails are the details of a timeout error from agent.ask or
+// agent.wait: what was seen before the deadline.
+type TimeoutDetails struct {
+	Name      string   `json:"name"`
+	Op        string   `json:"op"`
+	TimeoutMS int64    `json:"timeout_ms"`
+	Partial   string   `json:"partial,omitempty"`
+	Screen    []string `json:"screen"`
+	FromSeq   uint64   `json:"from_seq"`
+	ToSeq     uint64   `json:"to_seq"`
+}
+
+// SendParams deliver input without waiting: Text as typed, or Keys by name
+// (enter, esc, tab, up, ctrl+c, ...). Exactly one is given.
+type SendParams struct {
+	Name string   `json:"name"`
+	Text string   `json:"text,omitempty"`
+	Keys []string `json:"keys,omitempty"`
+}
+
+// SnapshotResult is the terminal screen as a person sees it.
+type SnapshotResult struct {
+	Name           string   `json:"name"`
+	Lines          []string `json:"lines"`
+	Cols           int      `json:"cols"`
+	Rows           int      `json:"rows"`
+	CursorX        int      `json:"cursor_x"`
+	CursorY        int      `json:"cursor_y"`
+	CursorVisible  bool     `json:"cursor_visible"`
+	AltScreen      bool     `json:"alt_screen"`
+	BracketedPaste bool     `json:"bracketed_paste"`
+	// Hash is the SHA-256 of the visible text: equal means unchanged.
+	Hash string `json:"hash"`
+	Seq  uint64 `json:"seq"`
+}
+
+// WaitParams wait for a condition: Until (a regular expression on the
+// screen or new output), IdleMS of quiet, or Exit; the first to hold wins.
+type WaitParams struct {
+	Name      string `json:"name"`
+	Until     string `json:"until,omitempty"`
+	IdleMS    int64  `json:"idle_ms,omitempty"`
+	Exit      bool   `json:"exit,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+}
+
+// WaitResult is a wait whose condition held.
+type WaitResult struct {
+	Name      string   `json:"name"`
+	Reason    string   `json:"reason"` // matched, idle, exited
+	Screen    []string `json:"screen"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Seq       uint64   `json:"seq"`
+}
+
+// ResizeParams change a session's terminal size.
+type ResizeParams struct {
+	Name string `json:"name"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}
+
+// LogsParams read a session's event log from FromSeq; with Follow, new
+// events arrive as NotifyLogEvent notifications until the client hangs up
+// or the session ends, and the call answers only then.
+type LogsParams struct {
+	Name    string `json:"name"`
+	FromSeq uint64 `json:"from_seq,omitempty"`
+	Follow  bool   `json:"follow,omitempty"`
+	// Limit bounds the events in the answer (default and maximum 10000);
+	// page on with from_seq = next_seq.
+	Limit int `json:"limit,omitempty"`
+}
+
+// LogsResult is agent.logs' answer. Without follow it holds the events;
+// with follow they came as notifications and it holds none.
+type LogsResult struct {
+	Name    string     `json:"name"`
+	Events  []LogEvent `json:"events"`
+	NextSeq uint64     `json:"next_seq"`
+}
+
+// LogEvent is one event-log record: output, input, ask, answer, resize,
+// signal, exit or marker. Data is the bytes of output or input as text
+// (invalid UTF-8 replaced); asks' text is never recorded here.
+type LogEvent struct {
+	Name        string    `json:"name,omitempty"` // set in notifications
+	Seq         uint64    `json:"seq"`
+	TS          time.Time `json:"ts"`
+	Type        string    `json:"type"`
+	Data        string    `json:"data,omitempty"`
+	Text        string    `json:"text,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Cols        int       `json:"cols,omitempty"`
+	Rows        int       `json:"rows,omitempty"`
+	Signal      string    `json:"signal,omitempty"`
+	ExitCode    *int      `json:"exit_code,omitempty"`
+	Termination string    `json:"termination,omitempty"`
+}
+
+// ReconcileResult is what agent.reconcile found and did.
+type ReconcileResult struct {
+	Sessions []ReconcileRow `json:"sessions"`
+	TookMS   int64          `json:"took_ms"`
+}
+
+// ReconcileRow is one session's outcome: attached, marked_failed,
+// left_unknown or ended.
+type ReconcileRow struct {
+	Name   string `json:"name"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Action string `json:"action"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// AttachParams switch the connection to a raw terminal stream on a
+// session; see "Raw streaming" in the package documentation.
+type AttachParams struct {
+	Name string `json:"name"`
+	// ReadOnly watches without typing: input from this client is discarded.
+	ReadOnly bool `json:"read_only,omitempty"`
+}
+
+// AttachResult answers agent.attach just before the stream begins.
+type AttachResult struct {
+	Name string `json:"name"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}

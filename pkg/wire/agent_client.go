@@ -1,0 +1,150 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Spawn starts a session.
+func (c *Client) Spawn(ctx context.Context, p SpawnParams) (*SessionStatus, error) {
+	var r SessionStatus
+	return &r, c.Call(ctx, MethodSpawn, p, &r)
+}
+
+// Ask delivers a question to a session and waits for the answer. A
+// deadline that passes is an *Error with code timeout whose Details decode
+// into TimeoutDetails.
+func (c *Client) Ask(ctx context.Context, p AskParams) (*AskResult, error) {
+	var r AskResult
+	return &r, c.Call(ctx, MethodAsk, p, &r)
+}
+
+// List lists sessions.
+func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
+	var r ListResult
+	return &r, c.Call(ctx, MethodList, p, &r)
+}
+
+// Status describes one session.
+func (c *Client) Status(ctx context.Context, name string) (*SessionStatus, error) {
+	var r SessionStatus
+	return &r, c.Call(ctx, MethodStatus, NameParams{Name: name}, &r)
+}
+
+// Stop ends a session's program and says how it ended.
+func (c *Client) Stop(ctx context.Context, p StopParams) (*ExitResult, error) {
+	var r ExitResult
+	return &r, c.Call(ctx, MethodStop, p, &r)
+}
+
+// Rm removes an ended session (a running one too with Force).
+func (c *Client) Rm(ctx context.Context, p RmParams) (*RmResult, error) {
+	var r RmResult
+	return &r, c.Call(ctx, MethodRm, p, &r)
+}
+
+// Reconcile re-attaches to live workers and marks dead sessions.
+func (c *Client) Reconcile(ctx context.Context) (*ReconcileResult, error) {
+	var r ReconcileResult
+	return &r, c.Call(ctx, MethodReconcile, nil, &r)
+}
+
+// Logs reads a session's event log. With Follow, events arrive through the
+// client's OnNotification as NotifyLogEvent and Logs returns when the
+// session ends or ctx is cancelled.
+func (c *Client) Logs(ctx context.Context, p LogsParams) (*LogsResult, error) {
+	var r LogsResult
+	return &r, c.Call(ctx, MethodLogs, p, &r)
+}
+
+// Send delivers text or keys to a session without waiting.
+func (c *Client) Send(ctx context.Context, p SendParams) error {
+	return c.Call(ctx, MethodSend, p, nil)
+}
+
+// Snapshot returns a session's screen.
+func (c *Client) Snapshot(ctx context.Context, name string) (*SnapshotResult, error) {
+	var r SnapshotResult
+	return &r, c.Call(ctx, MethodSnapshot, NameParams{Name: name}, &r)
+}
+
+// Wait returns when the condition holds on a session.
+func (c *Client) Wait(ctx context.Context, p WaitParams) (*WaitResult, error) {
+	var r WaitResult
+	return &r, c.Call(ctx, MethodWait, p, &r)
+}
+
+// Resize changes a session's terminal size.
+func (c *Client) Resize(ctx context.Context, p ResizeParams) error {
+	return c.Call(ctx, MethodResize, p, nil)
+}
+
+// DialAttach opens a new connection to the daemon at socket, attaches it to
+// a session and returns it as a raw stream: writes are keyboard input,
+// reads are the program's output (see "Raw streaming"). The caller closes
+// it to detach.
+func DialAttach(ctx context.Context, socket string, p AttachParams) (net.Conn, *AttachResult, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, &UnreachableError{Socket: socket, Err: err}
+	}
+	fail := func(err error) (net.Conn, *AttachResult, error) {
+		conn.Close()
+		return nil, nil, err
+	}
+	req, err := marshalRequest(1, MethodAttach, p)
+	if err != nil {
+		return fail(err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	} else {
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	if err := WriteFrame(conn, req); err != nil {
+		return fail(err)
+	}
+	// Unbuffered: the bytes after this frame are the stream's.
+	body, err := ReadFrame(conn)
+	if err != nil {
+		return fail(fmt.Errorf("attach: %w", err))
+	}
+	in, err := DecodeIncoming(body)
+	if err != nil || in.Response == nil {
+		return fail(fmt.Errorf("attach: unexpected answer: %v", err))
+	}
+	if in.Response.Error != nil {
+		return fail(in.Response.Error)
+	}
+	var r AttachResult
+	if err := decodeResult(in.Response.Result, &r); err != nil {
+		return fail(err)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, &r, nil
+}
+
+// Screenshot takes a screenshot.
+func (c *Client) Screenshot(ctx context.Context, p ScreenshotParams) (*ScreenshotResult, error) {
+	var r ScreenshotResult
+	return &r, c.Call(ctx, MethodScreenshot, p, &r)
+}
+
+// Act runs an input batch. A batch stopped part way is an *Error whose
+// Details decode into an ActResult.
+func (c *Client) Act(ctx context.Context, p ActParams) (*ActResult, error) {
+	var r ActResult
+	return &r, c.Call(ctx, MethodAct, p, &r)
+}
+
+// Screen describes the display.
+func (c *Client) Screen(ctx context.Context) (*ScreenResult, error) {
+	var r ScreenResult
+	return &r, c.Call(ctx, MethodScreen, nil, &r)
+}
