@@ -256,7 +256,6 @@ func TestChannelMCPBridge(t *testing.T) {
 func testMCPBridge(t *testing.T, protocolVersion string) {
 	h := newHome(t)
 	h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	h.ctl(0, "spawn", "cc", "--", "cat")
 
 	cmd := exec.Command(bin.agentctl, "channel", "mcp")

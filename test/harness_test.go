@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,8 +41,32 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if n := killStrays(dir); n > 0 {
+		fmt.Fprintf(os.Stderr, "test: killed %d processes still running from %s after the tests\n", n, dir)
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// killStrays kills processes running a binary from dir (workers whose
+// sessions a failed test left behind) and their process groups.
+func killStrays(dir string) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
+		if err != nil || !strings.HasPrefix(exe, dir+"/") {
+			continue
+		}
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+		n++
+	}
+	return n
 }
 
 // home is one test's private runtime and state directories.
@@ -115,6 +140,9 @@ func (h *home) startDaemon(args []string, extraEnv ...string) *daemonProc {
 		if d.exited() {
 			return
 		}
+		// Sessions outlive the daemon by design; a test's must not
+		// outlive the test.
+		h.stopAll()
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		if err := d.wait(10 * time.Second); err != nil {
 			h.t.Errorf("agentd did not stop cleanly on SIGTERM: %v\n%s", err, d.stderr)

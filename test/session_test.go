@@ -53,7 +53,6 @@ func TestSessionLifecycleThroughAgentctl(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	h.ctl(0, "spawn", "py", "--size", "100x30", "--", "python3", "-i", "-q")
 	if out := h.ctl(0, "--timeout", "20s", "ask", "py", "print(6*7)"); !strings.Contains(out, "42") {
 		t.Errorf("ask print(6*7) answered %q, want 42", out)
@@ -79,7 +78,6 @@ func TestSessionBadInputExitCodes(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	h.ctl(0, "spawn", "live", "--", "sh")
 	h.ctl(0, "spawn", "done", "--", "true")
 	h.ctl(0, "--timeout", "10s", "wait", "done", "--exit")
@@ -125,7 +123,6 @@ func TestTwoSpawnsOfOneNameExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	c := h.client()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
@@ -160,7 +157,6 @@ func TestSessionsSurviveDaemonKill9(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	d := h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	h.ctl(0, "spawn", "py", "--", "python3", "-i", "-q")
 	h.ctl(0, "spawn", "tick", "--", "sh", "-c", "while :; do echo tick $(date +%s%N); sleep 0.05; done")
 	h.ctl(0, "--timeout", "20s", "ask", "py", "1+1")
@@ -219,7 +215,6 @@ func TestAttachFromTmux(t *testing.T) {
 	}
 	h := newHome(t)
 	h.startDaemon(nil)
-	t.Cleanup(h.stopAll)
 	h.ctl(0, "spawn", "sh1", "--env", "PS1=$ ", "--", "sh")
 	sock := h.runtime + "/tmux"
 	run := func(args ...string) string {

@@ -73,6 +73,11 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	}
 	defer func() { <-w.askSem }()
 
+	// A program still printing (a banner at start-up, the end of an
+	// earlier reply) is not ready for input: typing now would mix the
+	// question into that output. Wait, within bounds, for a short quiet.
+	w.settle(ctx)
+
 	col := &collector{}
 	w.mu.Lock()
 	if err := w.requireRunningLocked("ask"); err != nil {
@@ -141,6 +146,12 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 				reason = ReasonExited
 			case started && idle > 0 && time.Since(lastOut) >= idle:
 				reason = ReasonIdle
+			case !started && idle > 0 && n > enterMark && time.Since(lastOut) >= emptyAnswerIdle(idle):
+				// The program reacted but printed nothing that reads as an
+				// answer (a continuation prompt, a silent command) and then
+				// went quiet for longer: answer empty rather than wait for
+				// the deadline.
+				reason = ReasonIdle
 			}
 		}
 		if reason != "" {
@@ -168,8 +179,12 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 				wake = d
 			}
 		}
-		if started && idle > 0 {
-			if d := idle - time.Since(lastOut); wake < 0 || d < wake {
+		if idle > 0 && (started || n > enterMark) {
+			quiet := idle
+			if !started {
+				quiet = emptyAnswerIdle(idle)
+			}
+			if d := quiet - time.Since(lastOut); wake < 0 || d < wake {
 				wake = max(d, 0)
 			}
 		}
@@ -192,6 +207,34 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 			partial := extractAnswer(col.buf.Bytes(), p.Text, prompt)
 			w.mu.Unlock()
 			return nil, w.timeoutError("ask", timeout, partial, fromSeq)
+		}
+	}
+}
+
+// emptyAnswerIdle is how long a program that reacted to a question without
+// printing an answer must stay quiet before the ask ends with an empty
+// answer: longer than idle, since a program may think before it answers.
+func emptyAnswerIdle(idle time.Duration) time.Duration { return 3 * idle }
+
+// settle waits until the program has been quiet for settleQuiet, at most
+// settleMax, before an ask types.
+func (w *worker) settle(ctx context.Context) {
+	deadline := time.Now().Add(settleMax)
+	for {
+		w.mu.Lock()
+		// A program that has printed nothing yet counts from its start.
+		quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
+		w.mu.Unlock()
+		left := time.Until(deadline)
+		if quiet >= settleQuiet || left <= 0 {
+			return
+		}
+		t := time.NewTimer(min(settleQuiet-quiet, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
 		}
 	}
 }
@@ -382,8 +425,23 @@ func plainText(raw []byte) string {
 // line that is the prompt the program showed before the question.
 func extractAnswer(raw []byte, question, prompt string) string {
 	lines := strings.Split(plainText(raw), "\n")
-	// Drop the echo.
 	qs := strings.Split(strings.ReplaceAll(question, "\r\n", "\n"), "\n")
+	// A program that was not reading yet when the question was typed shows
+	// it twice: the terminal's own echo, the rest of its start-up output,
+	// then its prompt with the question again. Everything up to the last
+	// echo of the question's last line is not the answer.
+	if last := strings.TrimSpace(qs[len(qs)-1]); last != "" {
+		for i := len(lines) - 1; i >= 0; i-- {
+			l := strings.TrimSpace(lines[i])
+			if rest, ok := strings.CutSuffix(l, last); ok && (rest == "" || isPromptOnly(strings.TrimSpace(rest), prompt)) {
+				if i > 0 {
+					lines, qs = lines[i+1:], nil
+				}
+				break
+			}
+		}
+	}
+	// Drop the echo.
 	j := 0
 	for len(lines) > 0 && j < len(qs) {
 		q := strings.TrimSpace(qs[j])
@@ -408,10 +466,9 @@ func extractAnswer(raw []byte, question, prompt string) string {
 		break
 	}
 	// Drop the trailing prompt and blank lines.
-	p := strings.TrimSpace(prompt)
 	for len(lines) > 0 {
 		l := strings.TrimSpace(lines[len(lines)-1])
-		if l == "" || p != "" && l == p {
+		if l == "" || isPromptOnly(l, prompt) {
 			lines = lines[:len(lines)-1]
 			continue
 		}

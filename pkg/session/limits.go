@@ -52,6 +52,11 @@ const (
 	// sends Enter anyway: some programs mistake an Enter that arrives inside
 	// a paste burst for part of the paste.
 	echoWindow = 200 * time.Millisecond
+	// settleQuiet is the quiet an ask waits for before it types, so it does
+	// not type into a program still printing; settleMax bounds that wait
+	// for programs that never stop (spinners, clocks).
+	settleQuiet = 150 * time.Millisecond
+	settleMax   = 3 * time.Second
 	// maxCollect bounds the output an ask keeps for its answer; the rest
 	// stays in the event log.
 	maxCollect = 4 << 20

@@ -51,7 +51,9 @@ func TestExtractAnswer(t *testing.T) {
 		{"python", "print(6*7)\r\n42\r\n>>> ", "print(6*7)", ">>>", "42"},
 		{"shell with colour", "echo hi\r\n\x1b[31mhi\x1b[0m\r\n$ ", "echo hi", "$", "hi"},
 		{"multi-line question", "for i in range(2): print(i)\r\n... \r\n0\r\n1\r\n>>> ", "for i in range(2): print(i)\n", ">>>", "0\n1"},
-		{"echo after prompt", ">>> x\r\n7\r\n>>> ", "x", "", "7\n>>>"},
+		{"echo after prompt", ">>> x\r\n7\r\n>>> ", "x", "", "7"}, // a bare trailing prompt is dropped even when the prompt was unknown
+		{"typed before the program read it", "x\r\nBanner v1\r\n>>> x\r\n7\r\n>>> ", "x", "", "7"},
+		{"answer containing the question", "$ echo max\r\nmax\r\n$ ", "echo max", "$", "max"},
 		{"answer contains the question", "two\r\nPASTE<two>\r\nready> ", "two", "ready>", "PASTE<two>"},
 		{"carriage return overwrite", "q\r\nloading...\rdone      \r\n$ ", "q", "$", "done"},
 		{"backspace", "q\r\nab\bc\r\n", "q", "", "ac"},
