@@ -455,19 +455,22 @@ func TestChannelSlowListener(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	refused := 0
-	for i := 0; i < 5000; i++ {
+	// Bounded in time as well as count: under a loaded race detector the
+	// daemon's 30 s write timeout must not drop the listener meanwhile.
+	refused, tried := 0, 0
+	phaseEnd := time.Now().Add(10 * time.Second)
+	for ; tried < 5000 && time.Now().Before(phaseEnd); tried++ {
 		if _, err := c.PushToChannel(ctx, wire.PushParams{ChannelID: "slow", Message: small}); errors.Is(err, wire.ErrBusy) {
 			refused++
 		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if refused != 5000 {
-		t.Errorf("%d of 5000 pushes to a full queue were busy, want all", refused)
+	if refused != tried || tried < 200 {
+		t.Errorf("%d of %d pushes to a full queue were busy, want all (and at least 200)", refused, tried)
 	}
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 2<<20 {
-		t.Errorf("heap grew by %d bytes over 5000 refused pushes, want flat", grew)
+		t.Errorf("heap grew by %d bytes over %d refused pushes, want flat", grew, tried)
 	}
 
 	// The listener catches up: everything reported delivered arrives, in order.

@@ -137,6 +137,8 @@ type Daemon struct {
 	// live holds the settings that can change while running (limits,
 	// timeouts, defaults, consent); reload swaps it.
 	live atomic.Pointer[Config]
+	// helloJSON caches agent.hello's answer; reload clears it.
+	helloJSON atomic.Pointer[helloTemplate]
 
 	// inflight counts requests being handled; stopping waits for it.
 	mu       sync.Mutex
@@ -418,6 +420,10 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 		ReadTimeout: d.live.Load().ReadTimeout,
 		ToWireError: toWireError,
 		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
+		Inline: func(method string) bool {
+			rt, ok := d.router.routes[method]
+			return ok && rt.Quick
+		},
 		OnRequestDone: func(req *wire.Request, took time.Duration, e *wire.Error) {
 			d.logRequest(log, req, took, e)
 		},

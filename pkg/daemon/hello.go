@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agentd/agentd/internal/buildinfo"
@@ -11,7 +14,7 @@ import (
 )
 
 func (d *Daemon) helloRoutes() []Route {
-	return []Route{{Method: wire.MethodHello, Handle: d.hello}}
+	return []Route{{Method: wire.MethodHello, Quick: true, Handle: d.hello}}
 }
 
 func (d *Daemon) hello(ctx context.Context, call *Call) (any, error) {
@@ -23,13 +26,37 @@ func (d *Daemon) hello(ctx context.Context, call *Call) (any, error) {
 		return nil, wire.Errorf(wire.CodeUnsupportedVersion,
 			"protocol version %d is not supported; this agentd speaks %v — upgrade the older side", p.Version, wire.SupportedVersions)
 	}
+	// Everything but the uptime changes only on reload: encode it once.
+	cached := d.helloJSON.Load()
+	if cached == nil {
+		b, err := json.Marshal(d.helloResult(-1))
+		if err != nil {
+			return nil, err
+		}
+		prefix, suffix, ok := bytes.Cut(b, []byte(`"uptime_ms":-1`))
+		if !ok {
+			return d.helloResult(time.Since(d.started).Milliseconds()), nil
+		}
+		cached = &helloTemplate{prefix: append(prefix, `"uptime_ms":`...), suffix: suffix}
+		d.helloJSON.Store(cached)
+	}
+	out := make(json.RawMessage, 0, len(cached.prefix)+len(cached.suffix)+20)
+	out = append(out, cached.prefix...)
+	out = strconv.AppendInt(out, time.Since(d.started).Milliseconds(), 10)
+	return append(out, cached.suffix...), nil
+}
+
+// helloTemplate is the encoded hello result around its uptime.
+type helloTemplate struct{ prefix, suffix []byte }
+
+func (d *Daemon) helloResult(uptimeMS int64) *wire.HelloResult {
 	return &wire.HelloResult{
 		Protocol:          wire.ProtocolVersion,
 		SupportedVersions: wire.SupportedVersions,
 		Version:           buildinfo.Version,
 		Build:             d.build(),
 		PID:               os.Getpid(),
-		UptimeMS:          time.Since(d.started).Milliseconds(),
+		UptimeMS:          uptimeMS,
 		StartedAt:         d.started.UTC().Format(time.RFC3339),
 		Socket:            d.cfg.SocketPath,
 		StateDir:          d.cfg.StateDir,
@@ -39,5 +66,5 @@ func (d *Daemon) hello(ctx context.Context, call *Call) (any, error) {
 			ReadTimeoutMS:  d.live.Load().ReadTimeout.Milliseconds(),
 		},
 		Methods: d.router.methods(),
-	}, nil
+	}
 }

@@ -120,6 +120,7 @@ func (d *Daemon) reload() {
 	next.SocketPath, next.StateDir, next.Display = cur.SocketPath, cur.StateDir, cur.Display
 	next.EventLogCap, next.AuditMaxBytes = cur.EventLogCap, cur.AuditMaxBytes
 	d.live.Store(&next)
+	d.helloJSON.Store(nil)
 	ev := d.log.Info().Strs("applied", applied)
 	if len(restart) > 0 {
 		ev = ev.Strs("need_restart", restart)

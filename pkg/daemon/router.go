@@ -31,7 +31,10 @@ type Route struct {
 	// Mutates marks methods that change state: they are logged at info,
 	// reads at debug.
 	Mutates bool
-	Handle  HandlerFunc
+	// Quick marks handlers that never block (no I/O, no waiting): they run
+	// on the connection's reading goroutine, without a hand-off.
+	Quick  bool
+	Handle HandlerFunc
 }
 
 // namespaces are the method prefixes agentd serves.

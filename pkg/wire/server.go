@@ -40,6 +40,10 @@ type ServeOptions struct {
 	// OnPanic, when set, is told of a handler panic before it is answered
 	// as internal.
 	OnPanic func(req *Request, value any, stack []byte)
+	// Inline, when set, names methods whose handlers never block: they run
+	// on the reading goroutine, which saves a hand-off to another goroutine
+	// per request. A handler that blocks there stalls its connection.
+	Inline func(method string) bool
 	// MayUpgrade, when set, names the methods whose handler may return an
 	// *Upgrade. Those are handled on the reading goroutine, so no frame is
 	// read past them while they decide.
@@ -162,6 +166,10 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 				s.conn.SetWriteDeadline(time.Time{})
 				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
 			}
+			continue
+		}
+		if s.opts.Inline != nil && s.opts.Inline(req.Method) {
+			s.handle(ctx, h, req)
 			continue
 		}
 		select {
@@ -318,18 +326,31 @@ func (s *ServerConn) toWire(err error) *Error {
 	return Errorf(CodeInternal, "internal error: %v", err)
 }
 
+// replyBufs recycles response buffers: every request needs one, and most
+// answers are small.
+var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledReply is the largest buffer put back in replyBufs, so one big
+// answer does not stay pinned.
+const maxPooledReply = 64 << 10
+
 // reply writes a response; a result too large for a frame becomes an error
 // response instead, so the caller always hears back.
 func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
-	body, err := AppendResponse(nil, id, result, e)
+	bp := replyBufs.Get().(*[]byte)
+	body, err := AppendResponse((*bp)[:0], id, result, e)
 	if err == nil && len(body) > MaxFrameSize {
-		body, err = AppendResponse(nil, id, nil, Errorf(CodeInternal,
+		body, err = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
 			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
 	}
 	if err != nil {
-		body, _ = AppendResponse(nil, id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
+		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
 	}
 	s.write(body)
+	if cap(body) <= maxPooledReply {
+		*bp = body
+		replyBufs.Put(bp)
+	}
 }
 
 // Notify sends a notification to the peer. It blocks while the peer is slow
