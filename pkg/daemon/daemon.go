@@ -137,6 +137,9 @@ type Daemon struct {
 	// live holds the settings that can change while running (limits,
 	// timeouts, defaults, consent); reload swaps it.
 	live atomic.Pointer[Config]
+	// logLevel is the level requests are logged at or above; it mirrors
+	// the logger's, so a request below it costs no log event at all.
+	logLevel atomic.Int32
 	// helloJSON caches agent.hello's answer; reload clears it.
 	helloJSON atomic.Pointer[helloTemplate]
 
@@ -157,6 +160,7 @@ func New(cfg Config) *Daemon {
 		channels: newChannelRegistry(),
 	}
 	d.channels.setQueueCap(cfg.ChannelQueue)
+	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)
 	// The fingerprint reads the whole binary; do it once, off the start-up
 	// path, and let the first hello wait for it if it comes that early.
@@ -209,7 +213,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		AllowAct:      d.cfg.AllowAct,
 		AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
 		AuditMaxBytes: d.cfg.AuditMaxBytes,
-		Logger:        d.cfg.Logger.With().Str("component", "capture").Logger(),
+		Logger:        d.cfg.Logger, // capture names its own component
 	})
 	if err != nil {
 		return fmt.Errorf("screen: %w", err)
@@ -443,6 +447,16 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	}
 }
 
+// setLogLevel records the level below which requests are not logged; an
+// empty or unknown name means debug (log everything the logger takes).
+func (d *Daemon) setLogLevel(name string) {
+	lvl, err := zerolog.ParseLevel(name)
+	if err != nil || name == "" {
+		lvl = zerolog.DebugLevel
+	}
+	d.logLevel.Store(int32(lvl))
+}
+
 func (d *Daemon) logRequest(log zerolog.Logger, req *wire.Request, took time.Duration, e *wire.Error) {
 	level := zerolog.DebugLevel
 	if rt, ok := d.router.routes[req.Method]; ok && rt.Mutates {
@@ -450,6 +464,9 @@ func (d *Daemon) logRequest(log zerolog.Logger, req *wire.Request, took time.Dur
 	}
 	if e != nil && e.Code == wire.CodeInternal {
 		level = zerolog.ErrorLevel
+	}
+	if level < zerolog.Level(d.logLevel.Load()) {
+		return
 	}
 	ev := log.WithLevel(level)
 	if !ev.Enabled() {

@@ -75,6 +75,7 @@ func (d *Daemon) reload() {
 	var applied, restart []string
 	if next.LogLevel != cur.LogLevel && d.cfg.SetLogLevel != nil {
 		if err := d.cfg.SetLogLevel(next.LogLevel); err == nil {
+			d.setLogLevel(next.LogLevel)
 			applied = append(applied, "log_level")
 		}
 	}
