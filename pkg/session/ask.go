@@ -73,9 +73,10 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	}
 	defer func() { <-w.askSem }()
 
-	// A program still printing (a banner at start-up, the end of an
-	// earlier reply) is not ready for input: typing now would mix the
-	// question into that output. Wait, within bounds, for a short quiet.
+	// A program still printing its start-up banner is not ready for
+	// input: typing now would mix the question into that output. Before
+	// the first ask, wait, within bounds, for a short quiet. Later asks
+	// follow an answer the program has finished, so they go at once.
 	w.settle(ctx)
 
 	col := &collector{}
@@ -216,15 +217,19 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 // answer: longer than idle, since a program may think before it answers.
 func emptyAnswerIdle(idle time.Duration) time.Duration { return 3 * idle }
 
-// settle waits until the program has been quiet for settleQuiet, at most
-// settleMax, before an ask types.
+// settle waits, before the session's first ask types, until the program
+// has been quiet for settleQuiet, at most settleMax.
 func (w *worker) settle(ctx context.Context) {
 	deadline := time.Now().Add(settleMax)
 	for {
 		w.mu.Lock()
 		// A program that has printed nothing yet counts from its start.
 		quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
+		asked := w.asks > 0
 		w.mu.Unlock()
+		if asked {
+			return
+		}
 		left := time.Until(deadline)
 		if quiet >= settleQuiet || left <= 0 {
 			return
@@ -433,7 +438,9 @@ func extractAnswer(raw []byte, question, prompt string) string {
 	if last := strings.TrimSpace(qs[len(qs)-1]); last != "" {
 		for i := len(lines) - 1; i >= 0; i-- {
 			l := strings.TrimSpace(lines[i])
-			if rest, ok := strings.CutSuffix(l, last); ok && (rest == "" || isPromptOnly(strings.TrimSpace(rest), prompt)) {
+			// Only an echo behind a prompt counts: a line equal to the
+			// question may be the answer itself (cat).
+			if rest, ok := strings.CutSuffix(l, last); ok && strings.TrimSpace(rest) != "" && isPromptOnly(strings.TrimSpace(rest), prompt) {
 				if i > 0 {
 					lines, qs = lines[i+1:], nil
 				}

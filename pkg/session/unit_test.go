@@ -54,6 +54,7 @@ func TestExtractAnswer(t *testing.T) {
 		{"echo after prompt", ">>> x\r\n7\r\n>>> ", "x", "", "7"}, // a bare trailing prompt is dropped even when the prompt was unknown
 		{"typed before the program read it", "x\r\nBanner v1\r\n>>> x\r\n7\r\n>>> ", "x", "", "7"},
 		{"answer containing the question", "$ echo max\r\nmax\r\n$ ", "echo max", "$", "max"},
+		{"answer equal to the question", "ping0\r\nping0\r\n", "ping0", "", "ping0"},
 		{"answer contains the question", "two\r\nPASTE<two>\r\nready> ", "two", "ready>", "PASTE<two>"},
 		{"carriage return overwrite", "q\r\nloading...\rdone      \r\n$ ", "q", "$", "done"},
 		{"backspace", "q\r\nab\bc\r\n", "q", "", "ac"},
