@@ -183,7 +183,8 @@ func BenchmarkWorkerRSS(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; b.Loop(); i++ {
 		name := "r" + strconv.Itoa(i)
-		info, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: floodCmd(256 << 20), Cwd: "/"})
+		// The figure: a program that prints 1 GB.
+		info, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: floodCmd(1 << 30), Cwd: "/"})
 		if err != nil {
 			b.Fatal(err)
 		}
