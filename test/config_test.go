@@ -53,6 +53,18 @@ func TestConfigReloadChangesConsentWithoutRestart(t *testing.T) {
 		_, _, code := h.agentctl("", "act", batch)
 		return code == 22
 	})
+	// An edit that empties the file means the defaults: consent stays off
+	// even after it was on.
+	h.writeConfig("allow_act = true\n")
+	await(t, 5*time.Second, "reload to allow acting again", func() bool {
+		_, _, code := h.agentctl("", "act", batch)
+		return code == 24
+	})
+	h.writeConfig("")
+	await(t, 5*time.Second, "an emptied config to restore the default consent", func() bool {
+		_, _, code := h.agentctl("", "act", batch)
+		return code == 22
+	})
 }
 
 func TestCheckAndPrintConfig(t *testing.T) {
