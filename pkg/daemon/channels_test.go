@@ -384,6 +384,9 @@ func TestChannelListenerDisconnectsMidStream(t *testing.T) {
 
 // TestChannelSlowListener is not parallel: it measures the heap.
 func TestChannelSlowListener(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap and races the daemon's write timeout; make test runs it without -race")
+	}
 	td := startDaemon(t, Config{})
 	const bound = 16
 	td.chanReg().setQueueCap(bound)

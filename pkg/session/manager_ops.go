@@ -384,6 +384,12 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 	if h == nil {
 		return statusError(name, man.Status, man.Termination, "attach")
 	}
+	// The worker outlives its program for a moment: ask it, so an ended
+	// session is refused before anything is read from rw.
+	var st liveStatus
+	if err := h.client.Call(ctx, mStatus, nil, &st); err == nil && !st.Status.Allows().Attach {
+		return statusError(name, st.Status, st.Exit.Termination, "attach")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var werr error
