@@ -225,11 +225,11 @@ func (e *env) envelope(command string, result any, err error) int {
 func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, "agentctl — talk to agentd, the daemon for agent sessions and the X11 screen\n\n")
 	fmt.Fprint(w, "Usage:\n  agentctl [--socket PATH] [--json] [--timeout DURATION] COMMAND [ARGS...]\n\nCommands:\n")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	// Usage on one line, what it does indented below: argument lists are
+	// too long for a table.
 	for _, v := range verbs() {
-		fmt.Fprintf(tw, "  %s %s\t%s\n", v.name, v.args, v.summary)
+		fmt.Fprintf(w, "  %s %s\n      %s\n", v.name, v.args, v.summary)
 	}
-	tw.Flush()
 	fmt.Fprint(w, "\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "h" {
