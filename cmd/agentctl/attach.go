@@ -111,6 +111,8 @@ func attach(ctx context.Context, e *env, name string, readOnly bool) error {
 	case <-detached:
 		fmt.Fprintf(e.stderr, "\r\n[detached from %s]\r\n", name)
 	case <-ctx.Done():
+		// --timeout or an interrupt: not a clean detach.
+		return ctx.Err()
 	}
 	return errPrinted
 }

@@ -80,6 +80,10 @@ type Config struct {
 	LogLevel string
 }
 
+// closeConnsTimeout bounds the wait for connections to end once their
+// requests are cancelled at stop.
+const closeConnsTimeout = 5 * time.Second
+
 // DefaultReconcileTimeout bounds the start-up reconcile: sessions it could
 // not judge by then are left as they are and reported.
 const DefaultReconcileTimeout = 10 * time.Second
@@ -243,22 +247,32 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Warn().Err(err).Msg("sd_notify READY failed")
 	}
 	stopWatchdog := d.startWatchdog(n)
-	go d.reconcileAtStart(connCtx)
+	reconciled := make(chan struct{})
+	go func() { defer close(reconciled); d.reconcileAtStart(connCtx) }()
+	// Components close (deferred above) only after the reconcile using them.
+	defer func() { <-reconciled }()
 	stopWatching := d.watchConfig()
 	defer stopWatching()
 
 	var runErr error
+	acceptEnded := false
 	select {
 	case <-ctx.Done():
 		d.log.Info().Msg("stop requested")
 	case runErr = <-acceptDone:
+		acceptEnded = true
 		d.log.Error().Err(runErr).Msg("accepting connections failed")
 	}
 	stopWatchdog()
 	n.notify("STOPPING=1")
 
-	// 1. Stop accepting. 2. New requests get shutting_down.
+	// 1. Stop accepting, and wait for the accept loop, so no connection
+	// starts after the wait for connections below. 2. New requests get
+	// shutting_down.
 	l.Close()
+	if !acceptEnded {
+		<-acceptDone
+	}
 	d.mu.Lock()
 	d.stopping = true
 	d.mu.Unlock()
@@ -270,9 +284,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-time.After(d.live.Load().ShutdownGrace):
 		d.log.Warn().Dur("grace", d.live.Load().ShutdownGrace).Msg("in-flight requests did not finish in time; cancelling them")
 	}
-	// 4. Close connections; their handlers see their contexts end.
+	// 4. Close connections; their handlers see their contexts end. A
+	// handler that ignores its context must not hold the stop forever.
 	cancelConns()
-	d.conns.Wait()
+	connsDone := make(chan struct{})
+	go func() { d.conns.Wait(); close(connsDone) }()
+	select {
+	case <-connsDone:
+	case <-time.After(closeConnsTimeout):
+		d.log.Error().Dur("waited", closeConnsTimeout).Msg("connections did not close after cancellation; stopping anyway")
+	}
 	d.log.Info().Msg("agentd stopped")
 	return runErr
 }
@@ -409,7 +430,7 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	peer, err := peerOf(uc)
 	if err != nil {
 		d.log.Warn().Err(err).Uint64("conn", id).Msg("cannot read peer credentials; closing")
-		uc.Close()
+		d.refuse(uc, wire.Errorf(wire.CodeInternal, "agentd could not read this connection's credentials (%v); connect again", err))
 		return
 	}
 	log := d.log.With().Uint64("conn", id).Int("peer_pid", peer.PID).Logger()

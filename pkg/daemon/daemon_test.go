@@ -59,10 +59,16 @@ func startDaemon(t *testing.T, cfg Config, extra ...Route) *testDaemon {
 			t.Fatalf("daemon stopped at start: %v", err)
 		default:
 		}
-		c, err := net.Dial("unix", cfg.SocketPath)
-		if err == nil {
-			c.Close()
+		// A hello, not a bare dial: the socket accepts connections a
+		// moment before the daemon serves them.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c, err := wire.Dial(ctx, cfg.SocketPath, wire.ClientOptions{})
+		if err != nil {
+			return false
 		}
+		defer c.Close()
+		_, err = c.Hello(ctx, wire.HelloParams{})
 		return err == nil
 	})
 	t.Cleanup(func() { td.stop(t) })

@@ -77,6 +77,9 @@ func (d *Daemon) reload() {
 		if err := d.cfg.SetLogLevel(next.LogLevel); err == nil {
 			d.setLogLevel(next.LogLevel)
 			applied = append(applied, "log_level")
+		} else {
+			d.log.Warn().Err(err).Str("log_level", next.LogLevel).Msg("log level not changed")
+			next.LogLevel = cur.LogLevel
 		}
 	}
 	if next.ChannelQueue != cur.ChannelQueue {

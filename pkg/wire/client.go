@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by calls on a client whose connection has ended.
@@ -183,7 +184,7 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.send(id, method, p); err != nil {
+	if err := c.send(ctx, id, method, p); err != nil {
 		c.forget(id)
 		return nil, err
 	}
@@ -229,7 +230,10 @@ func decodeResult(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func (c *Client) send(id uint64, method string, params json.RawMessage) error {
+// send writes one request. A daemon that stops reading blocks the write;
+// ctx ends the wait, and since a frame cut short leaves the stream unusable,
+// the connection is closed then.
+func (c *Client) send(ctx context.Context, id uint64, method string, params json.RawMessage) error {
 	body, err := json.Marshal(Request{ID: id, Method: method, Params: params})
 	if err != nil {
 		return err
@@ -240,8 +244,28 @@ func (c *Client) send(id uint64, method string, params json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
-	if _, err := c.conn.Write(c.wbuf); err != nil {
-		return fmt.Errorf("%w: %v", ErrClosed, err)
+	var dmu sync.Mutex
+	writing := true
+	stop := context.AfterFunc(ctx, func() {
+		dmu.Lock()
+		defer dmu.Unlock()
+		if writing {
+			c.conn.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	_, werr := c.conn.Write(c.wbuf)
+	dmu.Lock()
+	writing = false
+	dmu.Unlock()
+	if !stop() {
+		c.conn.SetWriteDeadline(time.Time{})
+	}
+	if werr != nil {
+		c.conn.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %v", ErrClosed, werr)
 	}
 	if cap(c.wbuf) > 1<<20 {
 		c.wbuf = nil // do not pin a large buffer after a large request

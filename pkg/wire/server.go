@@ -78,6 +78,9 @@ type ServerConn struct {
 
 	wmu  sync.Mutex
 	wbuf []byte
+	// streaming is set once the connection is upgraded to a raw stream:
+	// frames written after that would corrupt it.
+	streaming bool
 }
 
 // NewServerConn wraps conn; Serve runs it.
@@ -162,6 +165,9 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
 			if up := s.handleUpgrade(ctx, h, req); up != nil {
 				wg.Wait()
+				s.wmu.Lock()
+				s.streaming = true
+				s.wmu.Unlock()
 				setReadDeadline(time.Time{})
 				s.conn.SetWriteDeadline(time.Time{})
 				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
@@ -370,6 +376,9 @@ func (s *ServerConn) Notify(method string, params any) error {
 func (s *ServerConn) write(body []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.streaming {
+		return ErrClosed
+	}
 	var err error
 	s.wbuf, err = AppendFrame(s.wbuf[:0], body)
 	if err != nil {
