@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -653,4 +654,49 @@ func channelIdleBytes(t testing.TB, td *testDaemon, n int) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// TestChannelFullQueueIsBusy is the always-on check of the queue bound: a
+// listener that does not read fills its socket, then its queue, and the
+// next push is busy; once it reads, every push that was taken arrives.
+func TestChannelFullQueueIsBusy(t *testing.T) {
+	t.Parallel()
+	td := startDaemon(t, Config{})
+	td.chanReg().setQueueCap(4)
+	gate := make(chan struct{})
+	l := newListener(t, td, false, gate)
+	l.register(wire.RegisterChannelParams{ChannelID: "full"})
+	msg := json.RawMessage(`"` + strings.Repeat("m", 60<<10) + `"`)
+	var busy, delivered, other atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 24; i++ {
+		c := td.client(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := c.PushToChannel(ctx, wire.PushParams{ChannelID: "full", Message: msg})
+			switch {
+			case errors.Is(err, wire.ErrBusy):
+				busy.Add(1)
+			case err == nil && r.Delivered:
+				delivered.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("push: %+v %v, want busy or delivered", r, err)
+			}
+		}()
+	}
+	await(t, 20*time.Second, "a push refused busy at the bound", func() bool { return busy.Load() > 0 })
+	close(gate) // the listener reads: everything taken is delivered
+	wg.Wait()
+	if int(busy.Load()+delivered.Load()) != 24 || other.Load() != 0 {
+		t.Errorf("busy %d + delivered %d != 24 pushes (other %d)", busy.Load(), delivered.Load(), other.Load())
+	}
+	await(t, 10*time.Second, "every delivered push at the listener", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.msgs) == int(delivered.Load())
+	})
 }

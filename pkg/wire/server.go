@@ -110,9 +110,12 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
+		// Handlers see their contexts end, finish and write their answers
+		// (a request that completes as the daemon stops still gets its
+		// response); only then does the connection close.
 		cancel()
-		s.conn.Close()
 		wg.Wait()
+		s.conn.Close()
 	}()
 	// Cancellation interrupts a blocked read with a past deadline. The loop
 	// also sets deadlines, so both go through one setter that keeps the
