@@ -440,7 +440,8 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 			"uid %d may not use this agentd (it serves uid %d); run agentctl as that user", peer.UID, os.Getuid()))
 		return
 	}
-	conn := &Conn{ID: id, Peer: peer, log: log, forgetCaller: d.screen.ForgetCaller}
+	conn := &Conn{ID: id, Peer: peer, log: log}
+	conn.OnClose(func() { d.screen.ForgetCaller(connCallerKey(id)) })
 	conn.sc = wire.NewServerConn(uc, wire.ServeOptions{
 		ReadTimeout: d.live.Load().ReadTimeout,
 		ToWireError: toWireError,
@@ -531,11 +532,6 @@ type Conn struct {
 	mu       sync.Mutex
 	onClose  []func()
 	isClosed bool
-
-	// forgetCaller drops the screen's memory of this connection's last
-	// observation; registered on first use.
-	forgetCaller func(key string)
-	onceForget   sync.Once
 }
 
 // Notify sends a notification on this connection.

@@ -109,21 +109,16 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 
 // callerKey identifies the caller for "unchanged" observations: the agent's
 // session when it runs in one, so an agent calling agentctl once per batch
-// still hears "unchanged"; else the connection, forgotten when it ends.
+// still hears "unchanged"; else the connection (forgotten when it ends, see
+// serveConn).
 func callerKey(c *Conn, session string) string {
 	if session != "" {
 		return "session-" + session
 	}
-	key := "conn-" + strconv.FormatUint(c.ID, 10)
-	c.onceForget.Do(func() {
-		c.OnClose(func() {
-			if c.forgetCaller != nil {
-				c.forgetCaller(key)
-			}
-		})
-	})
-	return key
+	return connCallerKey(c.ID)
 }
+
+func connCallerKey(id uint64) string { return "conn-" + strconv.FormatUint(id, 10) }
 
 func (d *Daemon) screenInfo(ctx context.Context, call *Call) (any, error) {
 	if _, err := decodeParams[struct{}](call); err != nil {

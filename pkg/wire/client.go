@@ -165,15 +165,11 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 
 // CallRaw is Call returning the undecoded result.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	var p json.RawMessage
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("encode params of %s: %w", method, err)
-		}
-		p = b
-	}
 	id := c.nextID.Add(1)
+	body, err := marshalRequest(id, method, params)
+	if err != nil {
+		return nil, err
+	}
 	ch := make(chan *Response, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -184,7 +180,7 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.send(ctx, id, method, p); err != nil {
+	if err := c.send(ctx, method, body); err != nil {
 		c.forget(id)
 		return nil, err
 	}
@@ -233,13 +229,10 @@ func decodeResult(raw json.RawMessage, v any) error {
 // send writes one request. A daemon that stops reading blocks the write;
 // ctx ends the wait, and since a frame cut short leaves the stream unusable,
 // the connection is closed then.
-func (c *Client) send(ctx context.Context, id uint64, method string, params json.RawMessage) error {
-	body, err := json.Marshal(Request{ID: id, Method: method, Params: params})
-	if err != nil {
-		return err
-	}
+func (c *Client) send(ctx context.Context, method string, body []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	var err error
 	c.wbuf, err = AppendFrame(c.wbuf[:0], body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
