@@ -659,7 +659,16 @@ func (d *Daemon) askViaChannel(ctx context.Context, asker *Conn, p wire.AskParam
 		}
 		return true, nil, err
 	}
+	// Once written, the ask is recorded in the session's event log and asks
+	// counter however it ends, like an ask typed into the terminal.
+	outcome, answer := "", ""
+	defer func() {
+		if outcome != "" {
+			d.recordChannelAsk(p.Name, p.Text, answer, outcome)
+		}
+	}()
 	timedOut := func() error {
+		outcome = session.ReasonTimeout
 		return wire.Errorf(wire.CodeTimeout, "session %q: no reply through channel %q within %s", p.Name, ch.id, timeout).
 			WithDetails(wire.TimeoutDetails{Name: p.Name, Op: "ask", TimeoutMS: timeout.Milliseconds(), Screen: []string{}})
 	}
@@ -677,24 +686,41 @@ func (d *Daemon) askViaChannel(ctx context.Context, asker *Conn, p wire.AskParam
 		return true, nil, wire.Errorf(wire.CodeChannelUnknown, "channel %q of session %q ended before the ask could be written to it", ch.id, p.Name)
 	}
 	select {
-	case text := <-a.reply:
-		return true, d.channelAnswer(p.Name, text, start), nil
+	case answer = <-a.reply:
+		outcome = wire.AskReasonReply
+		return true, d.channelAnswer(p.Name, answer, start), nil
 	case <-ch.gone:
 		select {
-		case text := <-a.reply:
-			return true, d.channelAnswer(p.Name, text, start), nil
+		case answer = <-a.reply:
+			outcome = wire.AskReasonReply
+			return true, d.channelAnswer(p.Name, answer, start), nil
 		default:
 		}
+		outcome = session.ReasonInterrupted
 		return true, nil, wire.Errorf(wire.CodeChannelUnknown, "channel %q of session %q ended before it replied to ask %s", ch.id, p.Name, a.id)
 	case <-t.C:
 		return true, nil, timedOut()
 	case <-ctx.Done():
+		outcome = session.ReasonCanceled
 		return true, nil, ctx.Err()
 	}
 }
 
+// recordAskTimeout bounds recording a channel ask in its session's log.
+const recordAskTimeout = 2 * time.Second
+
+// recordChannelAsk puts an ask that went through a channel into its
+// session's event log; a session without a live worker is skipped.
+func (d *Daemon) recordChannelAsk(name, question, answer, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordAskTimeout)
+	defer cancel()
+	if err := d.sessions.RecordAsk(ctx, name, question, answer, reason); err != nil {
+		d.log.Debug().Str("session", name).Err(err).Msg("channel ask not recorded in the session's log")
+	}
+}
+
 func (d *Daemon) channelAnswer(name, text string, start time.Time) *wire.AskResult {
-	return &wire.AskResult{Name: name, Answer: text, Screen: []string{}, Reason: "reply", ElapsedMS: time.Since(start).Milliseconds()}
+	return &wire.AskResult{Name: name, Answer: text, Screen: []string{}, Reason: wire.AskReasonReply, ElapsedMS: time.Since(start).Milliseconds()}
 }
 
 // wireCode is the code of a *wire.Error, or "".

@@ -495,7 +495,10 @@ func (d *Daemon) logRequest(log zerolog.Logger, req *wire.Request, took time.Dur
 		return
 	}
 	ev = ev.Str("method", req.Method).Uint64("id", req.ID).Dur("took", took)
-	if e != nil {
+	switch {
+	case e == errCallCanceled:
+		ev = ev.Str("outcome", "canceled")
+	case e != nil:
 		// The message may quote user input; the code says enough.
 		ev = ev.Str("code", string(e.Code))
 	}
@@ -517,7 +520,16 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	d.inflight.Add(1)
 	d.mu.Unlock()
 	defer d.inflight.Done()
-	return rt.Handle(ctx, &Call{Method: req.Method, Params: req.Params, Conn: conn})
+	res, err := rt.Handle(ctx, &Call{Method: req.Method, Params: req.Params, Conn: conn})
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		d.mu.Lock()
+		stopping := d.stopping
+		d.mu.Unlock()
+		if !stopping {
+			return nil, errCallCanceled // the caller went away
+		}
+	}
+	return res, err
 }
 
 // Conn is one client connection: its peer, and a way to send it

@@ -12,6 +12,11 @@ import (
 // errShuttingDown answers requests that arrive while the daemon stops.
 var errShuttingDown = wire.Errorf(wire.CodeShuttingDown, "agentd is shutting down; retry once it is running again")
 
+// errCallCanceled ends a call whose caller went away (its connection
+// closed, e.g. Ctrl-C on agentctl). Nobody reads the answer; the request
+// log records it as canceled rather than by its code.
+var errCallCanceled = wire.Errorf(wire.CodeShuttingDown, "the call was cancelled: its connection ended")
+
 // toWireError is the one place that turns an error from any component into
 // a wire error code. Components return their own sentinels; only this
 // function knows the codes.
@@ -24,7 +29,7 @@ func toWireError(err error) *wire.Error {
 	case errors.As(err, &te):
 		return wire.Errorf(wire.CodeTimeout, "%s", te.Error()).WithDetails(wire.TimeoutDetails{
 			Name: te.Name, Op: te.Op, TimeoutMS: te.Timeout.Milliseconds(), Partial: te.Partial,
-			Screen: te.Screen, FromSeq: te.FromSeq, ToSeq: te.ToSeq})
+			Screen: te.Screen, FromSeq: te.FromSeq, ToSeq: te.ToSeq, Hint: te.Hint})
 	case errors.Is(err, session.ErrNotFound):
 		return wire.Errorf(wire.CodeAgentNotFound, "%v", err)
 	case errors.Is(err, session.ErrExists):

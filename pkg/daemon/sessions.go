@@ -20,6 +20,7 @@ type sessionService interface {
 	Stop(ctx context.Context, req session.StopRequest) (*session.ExitInfo, error)
 	Remove(ctx context.Context, name string, force bool) error
 	Ask(ctx context.Context, req session.AskRequest) (*session.AskResult, error)
+	RecordAsk(ctx context.Context, name, question, answer, reason string) error
 	Send(ctx context.Context, req session.SendRequest) error
 	Snapshot(ctx context.Context, name string) (*session.Snapshot, error)
 	Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error)
@@ -183,9 +184,7 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	if req.Timeout == 0 {
 		req.Timeout = live.AskTimeout
 	}
-	if req.Idle == 0 && req.Until == "" {
-		req.Idle = live.AskIdle
-	}
+	req.FallbackIdle = live.AskIdle
 	if req.LockTimeout == 0 {
 		req.LockTimeout = live.LockTimeout
 	}
@@ -204,8 +203,8 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Screen: r.Screen, Reason: r.Reason, ElapsedMS: r.Elapsed.Milliseconds(),
-		FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
+	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: r.Reason,
+		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
 }
 
 func (d *Daemon) send(ctx context.Context, call *Call) (any, error) {

@@ -2,12 +2,71 @@ package session
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/sys/unix"
 )
+
+// How an ask decides it is done (the README's "Asking" section says the
+// same for users):
+//
+//  1. It waits for the session's ask lock, then for the program to be ready:
+//     its prompt on the cursor's row and quiet for a moment. Before the
+//     first ask that is the first prompt after start-up; later, the prompt
+//     the previous ask ended at. A program that is still busy (its prompt
+//     has not come back) is never typed into; after the lock timeout the
+//     ask fails with lock_timeout and says what the cursor's row shows.
+//  2. The text of the cursor's row up to the cursor is the prompt. Its
+//     shape is learned: digit runs may change (In [3]: then In [4]:), and a
+//     prompt ending in the same characters counts (a shell's prompt shows
+//     its directory).
+//  3. It types the question (one bracketed paste when the program asked for
+//     that), waits for the echo, notes the row the echo ends on, and presses
+//     Enter.
+//  4. The answer is the rows after the echo, read from the rendered terminal
+//     (the screen keeps the rows that scroll off while an ask runs), so
+//     cursor moves, erases and redraws come out as a person sees them.
+//  5. It ends at the first of: the learned prompt back on the cursor's row
+//     below the echo, with output quiet for promptSettle (prompt); another
+//     prompt-like row at the cursor quiet for the fallback idle (prompt: the
+//     program changed, e.g. a shell started python); the program's exit
+//     (exited); the deadline (a timeout error with the partial answer).
+//     Pauses in the output do not end it while a prompt is known. Without a
+//     learned prompt, silence after a reaction ends it (idle). An explicit
+//     idle adds the silence rule; an explicit until replaces prompt and
+//     silence: it is matched against the answer so far only, never the
+//     echo.
+//  6. On the alternate screen (a full-screen program) the answer is the
+//     block of rows that changed, and there is no prompt: until, idle or
+//     exit end it.
+
+// promptSettle is how long output must be quiet with the prompt back before
+// the ask ends: programs print a prompt last, but some redraw it at once.
+const promptSettle = 100 * time.Millisecond
+
+// echoQuiet and echoMax bound the wait for the question's echo before Enter:
+// the echo is complete once it reaches the rows the question needs and
+// output is quiet for echoQuiet; a program that echoes nothing (a password
+// prompt) costs echoMax.
+const (
+	echoQuiet = 30 * time.Millisecond
+	echoMax   = 500 * time.Millisecond
+)
+
+// firstAskQuiet is how long a program that has printed nothing and shows no
+// prompt must be quiet before the first ask types, when the kernel cannot
+// tell whether it is waiting for input.
+const firstAskQuiet = time.Second
+
+// errAskCanceled is the cause of an ask cancelled through mCancel.
+var errAskCanceled = errors.New("the ask was cancelled by its caller")
 
 // lockAsk takes the session's ask lock, waiting up to lockTimeout (zero is
 // DefaultLockTimeout, negative does not wait).
@@ -16,9 +75,6 @@ func (w *worker) lockAsk(ctx context.Context, lockTimeout time.Duration) error {
 	case w.askSem <- struct{}{}:
 		return nil
 	default:
-	}
-	if lockTimeout == 0 {
-		lockTimeout = DefaultLockTimeout
 	}
 	if lockTimeout < 0 {
 		return errorf(ErrLockTimeout, "session %q is answering another ask; try again when it is done", w.spec.Name)
@@ -31,21 +87,97 @@ func (w *worker) lockAsk(ctx context.Context, lockTimeout time.Duration) error {
 	case <-t.C:
 		return errorf(ErrLockTimeout, "session %q was answering another ask for all of %s; try again later or raise the lock timeout", w.spec.Name, lockTimeout)
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 }
 
 // evalGap is how long to leave between evaluations of a long answer, so a
-// flood of output is not re-parsed on every read.
-func evalGap(n int) time.Duration {
+// flood of output is not re-read on every chunk.
+func evalGap(n uint64) time.Duration {
 	return time.Duration(n/(64<<10)) * time.Millisecond
 }
 
-// ask delivers the question and collects the answer; see Manager.Ask.
+// question returns the text to type, CRLF as LF: a final line break is
+// the Enter that follows the text anyway, so it is dropped (one only: an
+// empty line after a Python block is how a person ends the block).
+func question(text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	return strings.TrimSuffix(text, "\n")
+}
+
+// promptShape is a learned prompt.
+type promptShape struct {
+	text string         // as seen, e.g. "In [3]: "
+	re   *regexp.Regexp // digit runs free: ^In \[\d+\]: $
+	end  string         // its last non-space character and the spaces after it
+}
+
+var digitsRE = regexp.MustCompile(`[0-9]+`)
+
+func learnPrompt(text string) *promptShape {
+	parts := digitsRE.Split(text, -1)
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	trimmed := strings.TrimRight(text, " ")
+	_, size := utf8.DecodeLastRuneInString(trimmed)
+	return &promptShape{text: text, re: regexp.MustCompile("^" + strings.Join(parts, `[0-9]+`) + "$"),
+		end: text[len(trimmed)-size:]}
+}
+
+// matches reports whether before (the cursor's row up to the cursor) shows
+// this prompt: the same shape, or, for a prompt whose words change (a shell
+// showing its directory), words and the same ending. A continuation prompt
+// ("   ...: ", "...> ") has no words, so it never passes for the prompt.
+func (p *promptShape) matches(before string) bool {
+	if p == nil {
+		return false
+	}
+	if p.re.MatchString(before) {
+		return true
+	}
+	return len(p.end) > 1 && strings.HasSuffix(before, p.end) && promptLike(before) && hasWord(before) && hasWord(p.text)
+}
+
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
+// promptLike reports whether before looks like a prompt: something other
+// than spaces, ending in punctuation or a symbol, possibly followed by
+// spaces (">>> ", "sqlite> ", "(gdb) ", "bash-5.2$ ", "In [3]: ", "❯ ").
+func promptLike(before string) bool {
+	t := strings.TrimRight(before, " ")
+	if t == "" {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(t)
+	return unicode.IsPunct(r) || unicode.IsSymbol(r)
+}
+
+// echoRows is the fewest rows the echo of q takes, typed at column x of a
+// screen cols wide: continuation prompts can only add to it.
+func echoRows(q string, x, cols int) int {
+	n := 0
+	for i, l := range strings.Split(q, "\n") {
+		if i > 0 {
+			x = 0
+		}
+		n += max(1, (x+ansi.StringWidth(l)+cols-1)/cols)
+	}
+	return n
+}
+
+// ask delivers the question and collects the answer; see the top of this
+// file and Manager.Ask.
 func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	start := time.Now()
 	if err := validateText("ask", p.Text); err != nil {
 		return nil, err
+	}
+	text := question(p.Text)
+	if strings.TrimSpace(text) == "" {
+		return nil, emptyQuestion(w.spec.Name, p.Text)
 	}
 	re, err := compileUntil(p.Until)
 	if err != nil {
@@ -55,17 +187,28 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
-	idle := p.Idle
-	if idle <= 0 && re == nil {
-		idle = DefaultAskIdle
+	fallback := p.FallbackIdle
+	if fallback <= 0 {
+		fallback = DefaultAskIdle
 	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	lockTimeout := p.LockTimeout
+	if lockTimeout == 0 {
+		lockTimeout = DefaultLockTimeout
+	}
+	parent, cancelParent := context.WithCancelCause(ctx)
+	defer cancelParent(nil)
+	if p.ID != "" {
+		if !w.registerAsk(p.ID, cancelParent) {
+			return nil, errAskCanceled
+		}
+		defer w.unregisterAsk(p.ID)
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	if err := w.requireRunning("ask"); err != nil {
 		return nil, err
 	}
-	if err := w.lockAsk(ctx, p.LockTimeout); err != nil {
+	if err := w.lockAsk(ctx, lockTimeout); err != nil {
 		if parent.Err() == nil && ctx.Err() != nil {
 			return nil, w.timeoutError("ask", timeout, "", 0)
 		}
@@ -73,124 +216,389 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	}
 	defer func() { <-w.askSem }()
 
-	// A program still printing its start-up banner is not ready for
-	// input: typing now would mix the question into that output. Before
-	// the first ask, wait, within bounds, for a short quiet. Later asks
-	// follow an answer the program has finished, so they go at once.
-	w.settle(ctx)
+	a := &asking{w: w, p: p, text: text, re: re, fallback: fallback, start: start}
+	if err := w.awaitReady(ctx, lockTimeout, fallback); err != nil {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return nil, w.timeoutError("ask", timeout, "", 0)
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(parent)
+		}
+		return nil, err
+	}
+	res, partial, err := a.run(ctx)
+	if err == nil {
+		return res, nil
+	}
+	// The ask was typed: record how it ended.
+	reason := ReasonInterrupted
+	switch {
+	case errors.Is(context.Cause(parent), errAskCanceled):
+		reason, err = ReasonCanceled, errAskCanceled
+	case parent.Err() == nil && ctx.Err() != nil:
+		reason, err = ReasonTimeout, nil
+	case parent.Err() == nil:
+		reason = ReasonFailed
+	}
+	if a.fromSeq != 0 {
+		a.record(reason, partial)
+	}
+	if err == nil {
+		te := w.timeoutError("ask", timeout, partial, a.fromSeq)
+		te.Hint = untilHint(re, partial)
+		return nil, te
+	}
+	return nil, err
+}
 
-	col := &collector{}
-	w.mu.Lock()
-	if err := w.requireRunningLocked("ask"); err != nil {
-		w.mu.Unlock()
-		return nil, err
+// emptyQuestion is the error for a question with nothing to type.
+func emptyQuestion(name, text string) error {
+	if text == "" {
+		return errorf(ErrInvalid, "ask of %q has no text; give the question to deliver", name)
 	}
-	prompt := strings.TrimRight(w.screenLocked().cursorLine(), " ")
-	hash0 := hashLines(w.screenLocked().lines())
-	paste := w.screenLocked().paste.Load()
-	ev := Event{Type: EventAsk, Text: p.Text}
-	w.appendLocked(&ev)
-	fromSeq := ev.Seq
-	w.collectors[col] = struct{}{}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.collectors, col)
-		w.mu.Unlock()
-	}()
+	return errorf(ErrInvalid, "ask of %q is only line breaks or spaces; to press Enter use `agentctl send %s --keys enter`", name, name)
+}
 
-	data := p.Text
-	if paste {
-		data = ansi.BracketedPasteStart + data + ansi.BracketedPasteEnd
+// untilHint explains an until pattern that would have matched the partial
+// answer but for its anchors.
+func untilHint(re *regexp.Regexp, partial string) string {
+	if re == nil || re.MatchString(partial) || strings.HasPrefix(re.String(), "(?m)") || !strings.ContainsAny(re.String(), "^$") {
+		return ""
 	}
-	if err := w.writeInput(ctx, []byte(data), true); err != nil {
-		return nil, err
+	if m, err := regexp.Compile("(?m)" + re.String()); err == nil && m.MatchString(partial) {
+		return fmt.Sprintf("until %q would match with (?m) in front: without it ^ and $ match only at the start and end of the whole answer, not of each line", re.String())
 	}
-	// Let the echo of the text arrive before Enter, so that Enter is not
-	// taken as part of the paste.
-	w.waitUntil(ctx, echoWindow, func() bool { return col.buf.Len() > 0 || w.status == StatusExited })
+	return ""
+}
+
+// registerAsk makes the ask cancellable by id; false when it was cancelled
+// before it arrived.
+func (w *worker) registerAsk(id string, cancel context.CancelCauseFunc) bool {
 	w.mu.Lock()
-	enterMark := col.buf.Len()
-	w.mu.Unlock()
-	if err := w.writeInput(ctx, []byte("\r"), true); err != nil {
-		return nil, err
+	defer w.mu.Unlock()
+	if _, ok := w.canceledAsks[id]; ok {
+		delete(w.canceledAsks, id)
+		return false
 	}
-	enterAt := time.Now()
-	resent, confirmed := false, false
-	started := false
-	var lastEval time.Time
-	var answer string
+	w.runningAsks[id] = cancel
+	return true
+}
+
+func (w *worker) unregisterAsk(id string) {
+	w.mu.Lock()
+	delete(w.runningAsks, id)
+	w.mu.Unlock()
+}
+
+// cancelAsk ends the ask id as canceled. A cancel that overtakes its ask
+// is remembered (a few of them) so the ask never starts.
+func (w *worker) cancelAsk(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.runningAsks[id]; ok {
+		c(errAskCanceled)
+		return
+	}
+	if len(w.canceledAsks) >= 64 {
+		clear(w.canceledAsks)
+	}
+	w.canceledAsks[id] = struct{}{}
+}
+
+// awaitReady waits until the program is ready for a question (see the top
+// of this file), learning its prompt, or fails after lockTimeout.
+func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Duration) error {
+	begin := time.Now()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
-		ended := w.status == StatusExited
-		n := col.buf.Len()
-		raw := col.buf.Bytes()
-		lastOut := w.lastOutput
+		if err := w.requireRunningLocked("ask"); err != nil {
+			w.mu.Unlock()
+			return err
+		}
+		scr := w.screenLocked()
+		quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
+		before, restBlank := scr.beforeCursor()
+		like := restBlank && promptLike(before)
+		var ready bool
+		var wait time.Duration // until the answer may change with no output
+		switch {
+		case scr.alt:
+			ready, wait = quiet >= settleQuiet, settleQuiet-quiet
+		case restBlank && w.prompt.matches(before):
+			ready, wait = quiet >= promptSettle, promptSettle-quiet
+		case like && (w.prompt == nil || !w.typed):
+			ready, wait = quiet >= settleQuiet, settleQuiet-quiet
+		case like:
+			// A prompt other than the one learned: the program changed
+			// (a shell started another program). Give it longer.
+			ready, wait = quiet >= fallback, fallback-quiet
+		case !w.typed:
+			// Nothing prompt-like yet: a program still starting, or one
+			// that prints no prompt (cat). The kernel tells whether it
+			// sleeps.
+			ready = quiet >= settleQuiet && w.foregroundSleeping() || quiet >= firstAskQuiet
+			wait = min(max(settleQuiet-quiet, 10*time.Millisecond), firstAskQuiet-quiet)
+		case w.prompt == nil:
+			// No prompt known: ready when nothing came since the last
+			// ask ended, or after a short quiet.
+			ready, wait = w.bytes == w.bytesAtAskEnd || quiet >= settleQuiet, settleQuiet-quiet
+		default:
+			wait = -1 // busy: the learned prompt has not come back
+		}
+		// A program that never stops printing (a clock, a spinner) is
+		// never quiet: after settleMax it is as ready as it will be.
+		if !ready && quiet < settleQuiet && time.Since(begin) >= settleMax {
+			ready = true
+		}
+		if ready {
+			if like {
+				w.prompt = learnPrompt(before)
+			} else if !scr.alt && !(restBlank && w.prompt.matches(before)) {
+				w.prompt = nil
+			}
+			w.typed = true
+			w.mu.Unlock()
+			return nil
+		}
 		ch := w.changed
-		var scr []string
-		var changed bool
+		w.mu.Unlock()
+		left := lockTimeout - time.Since(begin)
+		if left <= 0 {
+			return errorf(ErrLockTimeout, "session %q is still busy: its prompt %q has not come back in %s (the cursor's row shows %q); wait for it (agentctl wait %s --until ...) or interrupt it (agentctl send %s --keys ctrl+c)",
+				w.spec.Name, w.prompt.text, lockTimeout, strings.TrimRight(before, " "), w.spec.Name, w.spec.Name)
+		}
+		if wait < 0 || wait > left {
+			wait = left
+		}
+		if d := settleMax - time.Since(begin); d > 0 && d < wait {
+			wait = d
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// foregroundSleeping reports whether the terminal's foreground process is
+// asleep (waiting, most likely for input) rather than running.
+func (w *worker) foregroundSleeping() bool {
+	pgrp, err := unix.IoctlGetInt(int(w.master.Fd()), unix.TIOCGPGRP)
+	if err != nil {
+		return false
+	}
+	st, ok := readProcStat(pgrp)
+	return ok && st.state == 'S'
+}
+
+// asking is one ask after the program was found ready.
+type asking struct {
+	w        *worker
+	p        askParams
+	text     string
+	re       *regexp.Regexp
+	fallback time.Duration
+	start    time.Time
+
+	// Set under w.mu when the question is typed.
+	capturing bool
+	startRow  int      // the prompt's row
+	echoEnd   int      // the row the echo ended on
+	alt       bool     // a full-screen program
+	altBefore []string // its screen before the question
+	prompt    *promptShape
+	fromSeq   uint64
+}
+
+// run types the question and collects the answer. On an error after the
+// question was typed, partial is the answer so far.
+func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err error) {
+	w := a.w
+	w.mu.Lock()
+	if err := w.requireRunningLocked("ask"); err != nil {
+		w.mu.Unlock()
+		return nil, "", err
+	}
+	scr := w.screenLocked()
+	scr.startCapture()
+	a.capturing = true
+	defer func() {
+		w.mu.Lock()
+		w.scr.stopCapture()
+		w.mu.Unlock()
+	}()
+	a.startRow = scr.cursorRow()
+	a.echoEnd = a.startRow
+	a.alt = scr.alt
+	if a.alt {
+		a.altBefore = scr.lines()
+	}
+	a.prompt = w.prompt
+	cols, _ := scr.size()
+	promptX := scr.emu.CursorPosition().X
+	paste := scr.paste.Load()
+	ev := Event{Type: EventAsk, Text: a.p.Text}
+	w.appendLocked(&ev)
+	a.fromSeq = ev.Seq
+	out0 := w.bytes
+	w.mu.Unlock()
+
+	last := a.text
+	if paste {
+		last = ansi.BracketedPasteStart + last + ansi.BracketedPasteEnd
+	} else if i := strings.LastIndexByte(a.text, '\n'); i >= 0 {
+		// Typed line by line, as a person would, so that the output of
+		// the first lines is not taken for the echo of the last.
+		for _, l := range strings.Split(a.text[:i], "\n") {
+			if err := a.typeLine(ctx, l); err != nil {
+				return nil, "", err
+			}
+		}
+		last = a.text[i+1:]
+		w.mu.Lock()
+		scr := w.screenLocked()
+		a.startRow, promptX = scr.cursorRow(), scr.emu.CursorPosition().X
+		out0 = w.bytes
+		w.mu.Unlock()
+	}
+	if err := w.writeInput(ctx, []byte(last), true); err != nil {
+		return nil, "", err
+	}
+	// Wait for the echo before Enter: the answer starts below it, and
+	// some programs take an Enter inside a paste burst as part of it.
+	minRows := echoRows(question(strings.TrimSuffix(strings.TrimPrefix(last, ansi.BracketedPasteStart), ansi.BracketedPasteEnd)), promptX, cols)
+	w.waitUntil(ctx, echoMax, echoQuiet, func() bool {
+		if w.status == StatusExited {
+			return true
+		}
+		if w.bytes == out0 || time.Since(w.lastOutput) < echoQuiet {
+			return false
+		}
+		return a.alt || w.screenLocked().cursorRow() >= a.startRow+minRows-1
+	})
+	w.mu.Lock()
+	if !a.alt {
+		a.echoEnd = max(w.screenLocked().cursorRow(), a.startRow)
+	}
+	enterMark := w.bytes
+	w.mu.Unlock()
+	if err := w.writeInput(ctx, []byte("\r"), true); err != nil {
+		return nil, "", err
+	}
+	enterAt := time.Now()
+	resent := false
+	var lastEval time.Time
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		scr := w.screenLocked()
+		ended := w.status == StatusExited
+		quiet := time.Since(w.lastOutput)
+		reacted := w.bytes > enterMark
+		before, restBlank := scr.beforeCursor()
+		below := scr.cursorRow() > a.echoEnd
 		reason := ""
-		if gap := evalGap(n); time.Since(lastEval) >= gap || ended {
-			lastEval = time.Now()
-			answer = extractAnswer(raw, p.Text, prompt)
-			scr = w.screenLocked().lines()
-			changed = hashLines(scr) != hash0
-			if answer != "" {
-				started = true
+		var wake time.Duration = -1
+		soon := func(d time.Duration) {
+			if d < 0 {
+				d = 0
+			}
+			if wake < 0 || d < wake {
+				wake = d
+			}
+		}
+		switch {
+		case a.re != nil:
+			if gap := evalGap(w.bytes - enterMark); ended || time.Since(lastEval) >= gap {
+				lastEval = time.Now()
+				if t, _ := a.answerSoFarLocked(); a.re.MatchString(t) {
+					reason = ReasonMatched
+				}
+			} else {
+				soon(gap - time.Since(lastEval))
+			}
+			if reason == "" && ended {
+				reason = ReasonExited
+			}
+		case !a.alt && below && restBlank && a.prompt.matches(before) && reacted:
+			if quiet >= promptSettle {
+				reason = ReasonPrompt
+			} else {
+				soon(promptSettle - quiet)
+			}
+		case ended:
+			reason = ReasonExited
+		}
+		if reason == "" && a.re == nil {
+			idle := a.p.Idle
+			if idle <= 0 && (a.prompt == nil || a.alt) {
+				idle = a.fallback
 			}
 			switch {
-			case re != nil && (re.MatchString(answer) || started && changed && re.MatchString(strings.Join(scr, "\n"))):
-				reason = ReasonMatched
-			case ended:
-				reason = ReasonExited
-			case started && idle > 0 && time.Since(lastOut) >= idle:
-				reason = ReasonIdle
-			case !started && idle > 0 && n > enterMark && time.Since(lastOut) >= emptyAnswerIdle(idle):
-				// The program reacted but printed nothing that reads as an
-				// answer (a continuation prompt, a silent command) and then
-				// went quiet for longer: answer empty rather than wait for
-				// the deadline.
-				reason = ReasonIdle
+			case idle > 0 && reacted:
+				if quiet >= idle {
+					reason = ReasonIdle
+				} else {
+					soon(idle - quiet)
+				}
+			case idle > 0:
+				// The program reacted to nothing, not even Enter: after
+				// a longer silence the answer is empty.
+				if d := emptyAnswerIdle(idle) - time.Since(enterAt); d <= 0 {
+					reason = ReasonIdle
+				} else {
+					soon(d)
+				}
+			}
+			if reason == "" && !a.alt && a.prompt != nil && below && restBlank && promptLike(before) && reacted {
+				// Another prompt: the program changed.
+				if quiet >= a.fallback {
+					reason = ReasonPrompt
+				} else {
+					soon(a.fallback - quiet)
+				}
 			}
 		}
 		if reason != "" {
-			w.asks++
-			ev := Event{Type: EventAnswer, Text: answer, Reason: reason}
-			w.appendLocked(&ev)
+			// A prompt-like row at the cursor is the prompt the ask ended
+			// at, not part of the answer (for a match, only the learned
+			// prompt is).
+			atPrompt := !a.alt && below && restBlank && (a.prompt.matches(before) || reason != ReasonMatched && promptLike(before))
+			answer, cut := a.answerLocked(atPrompt)
+			prompt := ""
+			if atPrompt {
+				prompt = strings.TrimRight(before, " ")
+				w.prompt = learnPrompt(before)
+			}
+			toSeq := a.recordLocked(reason, answer)
+			res := &AskResult{Name: w.spec.Name, Answer: answer, Prompt: prompt, Truncated: cut, Screen: scr.lines(), Reason: reason,
+				Elapsed: time.Since(a.start), FromSeq: a.fromSeq, ToSeq: toSeq, Pasted: paste, Resent: resent}
 			w.mu.Unlock()
-			return &AskResult{Name: w.spec.Name, Answer: answer, Screen: scr, Reason: reason,
-				Elapsed: time.Since(start), FromSeq: fromSeq, ToSeq: ev.Seq, Pasted: paste, Resent: resent}, nil
+			return res, "", nil
+		}
+		ch := w.changed
+		if g := evalGap(w.bytes - enterMark); a.re != nil && g > 0 && time.Since(lastEval) < g {
+			ch = nil // changes within the gap are looked at when it ends
 		}
 		w.mu.Unlock()
 
-		// What to wake for besides new output.
-		wake := time.Duration(-1)
-		if !resent && !confirmed {
-			if n > enterMark {
-				confirmed = true // the program reacted
-			} else if d := confirmWindow - time.Since(enterAt); d <= 0 {
+		if !resent && !reacted {
+			// No reaction at all to Enter: send it once more.
+			if d := confirmWindow - time.Since(enterAt); d <= 0 {
 				if err := w.writeInput(ctx, []byte("\r"), true); err != nil {
-					return nil, err
+					return nil, "", err
 				}
 				resent = true
 				continue
 			} else {
-				wake = d
+				soon(d)
 			}
-		}
-		if idle > 0 && (started || n > enterMark) {
-			quiet := idle
-			if !started {
-				quiet = emptyAnswerIdle(idle)
-			}
-			if d := quiet - time.Since(lastOut); wake < 0 || d < wake {
-				wake = max(d, 0)
-			}
-		}
-		if g := evalGap(n) - time.Since(lastEval); g > 0 && (wake < 0 || g < wake) {
-			wake = g
 		}
 		var tc <-chan time.Time
 		if wake >= 0 {
@@ -201,47 +609,119 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 		case <-ch:
 		case <-tc:
 		case <-ctx.Done():
-			if parent.Err() != nil {
-				return nil, parent.Err()
-			}
 			w.mu.Lock()
-			partial := extractAnswer(col.buf.Bytes(), p.Text, prompt)
+			partial, _ = a.answerSoFarLocked()
 			w.mu.Unlock()
-			return nil, w.timeoutError("ask", timeout, partial, fromSeq)
+			return nil, partial, context.Cause(ctx)
 		}
 	}
 }
 
-// emptyAnswerIdle is how long a program that reacted to a question without
-// printing an answer must stay quiet before the ask ends with an empty
-// answer: longer than idle, since a program may think before it answers.
+// typeLine types one line of a question that goes line by line, with
+// Enter, and waits until the program is ready for the next: a prompt-like
+// row at the cursor (a continuation prompt counts) and a quiet moment, or,
+// for a program that shows none, a longer quiet.
+func (a *asking) typeLine(ctx context.Context, line string) error {
+	w := a.w
+	w.mu.Lock()
+	out0 := w.bytes
+	w.mu.Unlock()
+	if err := w.writeInput(ctx, []byte(line+"\r"), true); err != nil {
+		return err
+	}
+	w.waitUntil(ctx, a.fallback, echoQuiet, func() bool {
+		if w.status == StatusExited {
+			return true
+		}
+		if w.bytes == out0 {
+			return false
+		}
+		quiet := time.Since(w.lastOutput)
+		before, restBlank := w.screenLocked().beforeCursor()
+		return quiet >= echoQuiet && restBlank && promptLike(before) || quiet >= a.fallback/2
+	})
+	return nil
+}
+
+// emptyAnswerIdle is how long a program that did not react to a question
+// at all must stay quiet before the ask ends with an empty answer: longer
+// than idle, since a program may think before it answers.
 func emptyAnswerIdle(idle time.Duration) time.Duration { return 3 * idle }
 
-// settle waits, before the session's first ask types, until the program
-// has been quiet for settleQuiet, at most settleMax.
-func (w *worker) settle(ctx context.Context) {
-	deadline := time.Now().Add(settleMax)
-	for {
-		w.mu.Lock()
-		// A program that has printed nothing yet counts from its start.
-		quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
-		asked := w.asks > 0
-		w.mu.Unlock()
-		if asked {
-			return
-		}
-		left := time.Until(deadline)
-		if quiet >= settleQuiet || left <= 0 {
-			return
-		}
-		t := time.NewTimer(min(settleQuiet-quiet, left))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
+// record writes the ask's answer record and counts the ask.
+func (a *asking) record(reason, answer string) uint64 {
+	a.w.mu.Lock()
+	defer a.w.mu.Unlock()
+	return a.recordLocked(reason, answer)
+}
+
+func (a *asking) recordLocked(reason, answer string) uint64 {
+	w := a.w
+	w.asks++
+	ev := Event{Type: EventAnswer, Text: answer, Reason: reason}
+	w.appendLocked(&ev)
+	w.bytesAtAskEnd = w.bytes
+	return ev.Seq
+}
+
+// answerSoFarLocked is the rows after the echo to the last row with text,
+// the cursor's row up to the cursor with its spaces kept (and what follows
+// the cursor, if anything).
+func (a *asking) answerSoFarLocked() (string, bool) {
+	scr := a.w.screenLocked()
+	if a.alt {
+		return strings.Join(changedBlock(a.altBefore, scr.lines()), "\n"), false
+	}
+	cur := scr.cursorRow()
+	_, h := scr.size()
+	rows, cut := scr.rows(a.echoEnd+1, scr.capture.top()+h)
+	if i := cur - (a.echoEnd + 1); i >= 0 && i < len(rows) {
+		if before, restBlank := scr.beforeCursor(); restBlank {
+			rows[i] = before
 		}
 	}
+	last := len(rows)
+	for last > 0 && rows[last-1] == "" && last-1 > cur-(a.echoEnd+1) {
+		last--
+	}
+	return strings.Join(rows[:last], "\n"), cut
+}
+
+// answerLocked is the answer at the end: the rows after the echo, without
+// the prompt the ask ended at (atPrompt) and trailing blank rows.
+func (a *asking) answerLocked(atPrompt bool) (string, bool) {
+	scr := a.w.screenLocked()
+	if a.alt {
+		return strings.Join(changedBlock(a.altBefore, scr.lines()), "\n"), false
+	}
+	_, h := scr.size()
+	end := scr.capture.top() + h
+	if atPrompt {
+		end = scr.cursorRow() // the prompt's row and anything below it are not the answer
+	}
+	rows, cut := scr.rows(a.echoEnd+1, end)
+	for len(rows) > 0 && strings.TrimSpace(rows[len(rows)-1]) == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return strings.Join(rows, "\n"), cut
+}
+
+// changedBlock is the rows from the first to the last that differ between
+// two screens of a full-screen program, trailing spaces removed.
+func changedBlock(before, after []string) []string {
+	first, last := -1, -1
+	for i, l := range after {
+		if i >= len(before) || before[i] != l {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return after[first : last+1]
 }
 
 // timeoutError builds the evidence for an ask or wait past its deadline.
@@ -252,10 +732,13 @@ func (w *worker) timeoutError(op string, timeout time.Duration, partial string, 
 		Screen: w.screenLocked().lines(), FromSeq: fromSeq, ToSeq: w.elog.seq}
 }
 
-// waitUntil waits up to d for cond (called with w.mu held) to hold.
-func (w *worker) waitUntil(ctx context.Context, d time.Duration, cond func() bool) bool {
+// waitUntil waits up to d for cond (called with w.mu held) to hold,
+// looking again every poll (cond may depend on time) and on every change.
+func (w *worker) waitUntil(ctx context.Context, d, poll time.Duration, cond func() bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	p := time.NewTicker(poll)
+	defer p.Stop()
 	for {
 		w.mu.Lock()
 		ok, ch := cond(), w.changed
@@ -265,6 +748,7 @@ func (w *worker) waitUntil(ctx context.Context, d time.Duration, cond func() boo
 		}
 		select {
 		case <-ch:
+		case <-p.C:
 		case <-t.C:
 			return false
 		case <-ctx.Done():
@@ -290,27 +774,25 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var col *collector
-	if re != nil {
-		col = &collector{}
-	}
 	w.mu.Lock()
 	if w.status == StatusExited && !p.Exit {
 		w.mu.Unlock()
 		return nil, statusError(w.spec.Name, w.status, w.exit.Termination, "wait")
 	}
 	fromSeq := w.elog.seq
-	if col != nil {
-		w.collectors[col] = struct{}{}
+	bytes0 := w.bytes
+	var fromRow int
+	if re != nil {
+		scr := w.screenLocked()
+		scr.startCapture()
+		fromRow = scr.capture.top() // the screen's first row
+		defer func() {
+			w.mu.Lock()
+			w.scr.stopCapture()
+			w.mu.Unlock()
+		}()
 	}
 	w.mu.Unlock()
-	defer func() {
-		if col != nil {
-			w.mu.Lock()
-			delete(w.collectors, col)
-			w.mu.Unlock()
-		}
-	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastEval time.Time
@@ -320,13 +802,13 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 		ended := w.status == StatusExited
 		reason := ""
 		var gap time.Duration
-		if col != nil {
-			// Matching re-reads the screen and the output so far: under a
-			// flood, do it at a pace that keeps the cost linear.
-			gap = evalGap(col.buf.Len())
+		if re != nil {
+			// Matching re-reads the new rows: under a flood, do it at a
+			// pace that keeps the cost linear.
+			gap = evalGap(w.bytes - bytes0)
 			if time.Since(lastEval) >= gap || ended {
 				lastEval = time.Now()
-				if re.MatchString(strings.Join(w.screenLocked().lines(), "\n")) || re.MatchString(plainText(col.buf.Bytes())) {
+				if re.MatchString(w.rowsFromLocked(fromRow)) {
 					reason = ReasonMatched
 				}
 			}
@@ -352,7 +834,7 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 		if p.Idle > 0 {
 			wake = p.Idle - quiet
 		}
-		if g := gap - time.Since(lastEval); col != nil && g > 0 {
+		if g := gap - time.Since(lastEval); re != nil && g > 0 {
 			// Changes within the gap are looked at when it ends.
 			if wake < 0 || g < wake {
 				wake = g
@@ -372,9 +854,40 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 			if parent.Err() != nil {
 				return nil, parent.Err()
 			}
-			return nil, w.timeoutError("wait", timeout, "", fromSeq)
+			w.mu.Lock()
+			partial := ""
+			if re != nil {
+				partial = w.rowsFromLocked(fromRow)
+			}
+			w.mu.Unlock()
+			te := w.timeoutError("wait", timeout, partial, fromSeq)
+			te.Hint = untilHint(re, partial)
+			return nil, te
 		}
 	}
+}
+
+// rowsFromLocked is the rendered text from absolute row from to the last
+// row with text, the cursor's row up to the cursor with its spaces kept.
+func (w *worker) rowsFromLocked(from int) string {
+	scr := w.screenLocked()
+	_, h := scr.size()
+	top := 0
+	if scr.capture != nil {
+		top = scr.capture.top()
+	}
+	rows, _ := scr.rows(from, top+h)
+	cur := scr.cursorRow() - from
+	if cur >= 0 && cur < len(rows) {
+		if before, restBlank := scr.beforeCursor(); restBlank {
+			rows[cur] = before
+		}
+	}
+	last := len(rows)
+	for last > 0 && rows[last-1] == "" && last-1 > cur {
+		last--
+	}
+	return strings.Join(rows[:last], "\n")
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -382,127 +895,4 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// plainText turns terminal output into text: escapes removed, line ends
-// normalised, carriage-return overwrites and backspaces applied.
-func plainText(raw []byte) string {
-	s := ansi.Strip(string(raw))
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		l = strings.TrimRight(l, "\r")
-		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
-			// A bare CR returns to the start of the line; what follows
-			// overwrites what was there.
-			after, before := l[j+1:], l[:j]
-			if len(after) >= len(before) {
-				l = after
-			} else {
-				l = after + before[len(after):]
-			}
-		}
-		if strings.ContainsRune(l, '\b') {
-			var b []rune
-			for _, r := range l {
-				if r == '\b' {
-					if len(b) > 0 {
-						b = b[:len(b)-1]
-					}
-					continue
-				}
-				b = append(b, r)
-			}
-			l = string(b)
-		}
-		l = strings.Map(func(r rune) rune {
-			if r < 0x20 && r != '\t' || r == 0x7f {
-				return -1
-			}
-			return r
-		}, l)
-		lines[i] = strings.TrimRight(l, " \t")
-	}
-	return strings.Join(lines, "\n")
-}
-
-// extractAnswer is the program's reply in raw: plain text without the echo
-// of the question (its lines, in order, at the start) and without a last
-// line that is the prompt the program showed before the question.
-func extractAnswer(raw []byte, question, prompt string) string {
-	lines := strings.Split(plainText(raw), "\n")
-	qs := strings.Split(strings.ReplaceAll(question, "\r\n", "\n"), "\n")
-	// A program that was not reading yet when the question was typed shows
-	// it twice: the terminal's own echo, the rest of its start-up output,
-	// then its prompt with the question again. Everything up to the last
-	// echo of the question's last line is not the answer.
-	if last := strings.TrimSpace(qs[len(qs)-1]); last != "" {
-		for i := len(lines) - 1; i >= 0; i-- {
-			l := strings.TrimSpace(lines[i])
-			// Only an echo behind a prompt counts: a line equal to the
-			// question may be the answer itself (cat).
-			if rest, ok := strings.CutSuffix(l, last); ok && strings.TrimSpace(rest) != "" && isPromptOnly(strings.TrimSpace(rest), prompt) {
-				if i > 0 {
-					lines, qs = lines[i+1:], nil
-				}
-				break
-			}
-		}
-	}
-	// Drop the echo.
-	j := 0
-	for len(lines) > 0 && j < len(qs) {
-		q := strings.TrimSpace(qs[j])
-		l := strings.TrimSpace(lines[0])
-		if q == "" {
-			j++
-			if l == "" || isPromptOnly(l, prompt) {
-				lines = lines[1:]
-			}
-			continue
-		}
-		if l == "" || isPromptOnly(l, prompt) {
-			lines = lines[1:]
-			continue
-		}
-		// The echo is the question's line, after a prompt if any.
-		if strings.HasSuffix(l, q) {
-			lines = lines[1:]
-			j++
-			continue
-		}
-		break
-	}
-	// Drop the trailing prompt and blank lines.
-	for len(lines) > 0 {
-		l := strings.TrimSpace(lines[len(lines)-1])
-		if l == "" || isPromptOnly(l, prompt) {
-			lines = lines[:len(lines)-1]
-			continue
-		}
-		break
-	}
-	// Blank lines and bare (continuation) prompts left between the echo and
-	// the reply.
-	for len(lines) > 0 && (strings.TrimSpace(lines[0]) == "" || isPromptOnly(strings.TrimSpace(lines[0]), prompt)) {
-		lines = lines[1:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// isPromptOnly reports whether l is only a prompt: the one shown before
-// the question, or a short run of punctuation such as ">>>", "..." or "$"
-// (a continuation prompt).
-func isPromptOnly(l, prompt string) bool {
-	if p := strings.TrimSpace(prompt); p != "" && l == p {
-		return true
-	}
-	if l == "" || len(l) > 4 {
-		return false
-	}
-	for _, r := range l {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -78,10 +79,29 @@ type TimeoutError struct {
 	// FromSeq and ToSeq are the event-log range the operation covered.
 	FromSeq uint64 `json:"from_seq"`
 	ToSeq   uint64 `json:"to_seq"`
+	// Hint explains an until pattern that could not match as written.
+	Hint string `json:"hint,omitempty"`
 }
 
+// timeoutTailRows is how many of the screen's last rows with text a timeout
+// message quotes.
+const timeoutTailRows = 3
+
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%s on session %q ran past its %s deadline; the screen and what was seen are attached, raise the timeout or check the program", e.Op, e.Name, e.Timeout)
+	msg := fmt.Sprintf("%s on session %q ran past its %s deadline; raise the timeout or check the program", e.Op, e.Name, e.Timeout)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	var tail []string
+	for i := len(e.Screen) - 1; i >= 0 && len(tail) < timeoutTailRows; i-- {
+		if strings.TrimSpace(e.Screen[i]) != "" || len(tail) > 0 {
+			tail = append([]string{e.Screen[i]}, tail...)
+		}
+	}
+	if len(tail) > 0 {
+		msg += fmt.Sprintf("; the screen ends with %q", strings.Join(tail, "\n"))
+	}
+	return msg
 }
 
 // Unwrap returns ErrTimeout.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -73,6 +74,11 @@ type Manager struct {
 	closed   bool
 	closing  chan struct{}
 	wg       sync.WaitGroup // watchers
+
+	// askIDs number asks for cancelling; askEpoch keeps the numbers of
+	// one Manager apart from an earlier one's.
+	askIDs   atomic.Uint64
+	askEpoch int64
 }
 
 // handle is the Manager's connection to one live worker.
@@ -113,7 +119,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.SpawnTimeout <= 0 {
 		opts.SpawnTimeout = 15 * time.Second
 	}
-	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"),
+	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
 		live: map[string]*handle{}, closing: make(chan struct{})}
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,19 +17,26 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// Ask delivers Text to a running session and collects the answer. The text
-// goes as one bracketed paste when the program enabled bracketed paste
-// (DECSET 2004), as typed input otherwise; Enter follows separately, and is
-// sent once more if the program shows no reaction within a second. The ask
-// ends when the program has been quiet for Idle after it began answering,
-// when Until matches the answer or the (changed) screen, or when the program
-// exits. One ask runs at a time per session: another waits up to
-// LockTimeout, then ErrLockTimeout. Past Timeout the error is a
-// *TimeoutError (ErrTimeout) with the partial answer and the screen. A
-// session not running is ErrInvalidStatus; text over MaxAskText or a bad
-// Until is ErrInvalid. If the connection to the worker breaks during the
-// ask, the error says the outcome is unknown: never a wrong answer. When ctx
-// ends the ask is abandoned and the session's ask lock released.
+// Ask delivers Text to a running session and collects the answer: what a
+// person reads between the question and the program's next prompt, from the
+// rendered terminal. It waits for the program's prompt before typing (for
+// the first prompt after start-up, or the one the previous ask ended at),
+// types the text (one bracketed paste when the program enabled bracketed
+// paste, DECSET 2004), presses Enter once the echo is there (again if the
+// program shows no reaction within a second), and ends when the learned
+// prompt is back and output is quiet for a moment (ReasonPrompt), the
+// program exits (ReasonExited), Until matches the answer (ReasonMatched),
+// or, without a prompt to learn or with Idle set, the program was quiet
+// that long after it reacted (ReasonIdle). ask.go says it in full.
+//
+// One ask runs at a time per session: another waits up to LockTimeout for
+// it and then for the prompt, then ErrLockTimeout. Past Timeout the error
+// is a *TimeoutError (ErrTimeout) with the partial answer and the screen. A
+// session not running is ErrInvalidStatus; an empty question, text over
+// MaxAskText or a bad Until is ErrInvalid. If the connection to the worker
+// breaks during the ask, the error says the outcome is unknown: never a
+// wrong answer. When ctx ends the worker is told at once: the ask is
+// recorded as canceled and the session's ask lock released.
 func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	if err := ValidateName(req.Name); err != nil {
 		return nil, err
@@ -35,22 +44,51 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	if err := validateText("ask", req.Text); err != nil {
 		return nil, err
 	}
-	if req.Text == "" {
-		return nil, errorf(ErrInvalid, "ask of %q has no text; give the question to deliver", req.Name)
+	if strings.TrimSpace(question(req.Text)) == "" {
+		return nil, emptyQuestion(req.Name, req.Text)
 	}
 	if _, err := compileUntil(req.Until); err != nil {
 		return nil, err
 	}
-	if req.Timeout < 0 || req.Idle < 0 {
+	if req.Timeout < 0 || req.Idle < 0 || req.FallbackIdle < 0 {
 		return nil, errorf(ErrInvalid, "ask timeout and idle must not be negative")
 	}
+	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
 	var res AskResult
-	err := m.call(ctx, req.Name, "ask", mAsk, askParams{Text: req.Text, Timeout: req.Timeout, Idle: req.Idle,
-		Until: req.Until, LockTimeout: req.LockTimeout}, &res)
+	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, Text: req.Text, Timeout: req.Timeout, Idle: req.Idle,
+		FallbackIdle: req.FallbackIdle, Until: req.Until, LockTimeout: req.LockTimeout}, &res)
 	if err != nil {
+		if ctx.Err() != nil {
+			m.cancelAsk(req.Name, id)
+		}
 		return nil, err
 	}
 	return &res, nil
+}
+
+// askCancelTimeout bounds telling a worker that an ask was cancelled.
+const askCancelTimeout = 2 * time.Second
+
+// cancelAsk tells the worker that the ask id is cancelled, so it releases
+// the session at once instead of at its deadline.
+func (m *Manager) cancelAsk(name, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), askCancelTimeout)
+	defer cancel()
+	h, _, err := m.lookup(ctx, name)
+	if err != nil || h == nil {
+		return
+	}
+	h.client.Call(ctx, mCancel, cancelParams{ID: id}, nil)
+}
+
+// RecordAsk puts an ask answered outside the terminal (through a channel)
+// into the session's event log and asks counter. reason says how it ended
+// (e.g. "reply", ReasonTimeout).
+func (m *Manager) RecordAsk(ctx context.Context, name, question, answer, reason string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	return m.call(ctx, name, "record an ask", mRecord, recordParams{Question: question, Answer: answer, Reason: reason}, nil)
 }
 
 // Send delivers text, or keys by name (see KeyBytes), to a running session

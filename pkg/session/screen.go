@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -44,6 +45,10 @@ type screen struct {
 	paste      atomic.Bool // DECSET 2004 seen (and not reset)
 	cursorHide bool
 	alt        bool
+	// capture holds the lines scrolled off while an ask or wait runs
+	// (captureUsers of them); nil otherwise.
+	capture      *scrollCapture
+	captureUsers int
 }
 
 // newScreen returns a screen of the given size whose terminal replies
@@ -100,42 +105,163 @@ func (s *screen) size() (cols, rows int) { return s.emu.Width(), s.emu.Height() 
 
 // lines returns the visible rows as text, trailing spaces removed.
 func (s *screen) lines() []string {
-	w, h := s.emu.Width(), s.emu.Height()
+	h := s.emu.Height()
 	out := make([]string, h)
 	var b strings.Builder
 	for y := range h {
-		b.Reset()
-		pending := 0
-		for x := 0; x < w; x++ {
-			c := s.emu.CellAt(x, y)
-			if c == nil || c.Width == 0 && c.Content == "" {
-				if c == nil {
-					pending++
-				}
-				continue
-			}
-			if c.Content == "" || c.Content == " " {
-				pending++
-				continue
-			}
-			for ; pending > 0; pending-- {
-				b.WriteByte(' ')
-			}
-			b.WriteString(c.Content)
-		}
-		out[y] = b.String()
+		out[y] = s.rowText(&b, y)
 	}
 	return out
+}
+
+// rowText is screen row y as text, trailing spaces removed.
+func (s *screen) rowText(b *strings.Builder, y int) string {
+	return cellsText(b, s.emu.Width(), false, func(x int) *uv.Cell { return s.emu.CellAt(x, y) })
 }
 
 // cursorLine returns the text of the row the cursor is on.
 func (s *screen) cursorLine() string {
 	p := s.emu.CursorPosition()
-	ls := s.lines()
-	if p.Y >= 0 && p.Y < len(ls) {
-		return ls[p.Y]
+	if p.Y < 0 || p.Y >= s.emu.Height() {
+		return ""
 	}
-	return ""
+	var b strings.Builder
+	return s.rowText(&b, p.Y)
+}
+
+// beforeCursor is the cursor's row up to the cursor, spaces kept (a
+// prompt such as ">>> " ends in one), and whether the row is blank after
+// the cursor.
+func (s *screen) beforeCursor() (text string, restBlank bool) {
+	p := s.emu.CursorPosition()
+	if p.Y < 0 || p.Y >= s.emu.Height() {
+		return "", true
+	}
+	var b strings.Builder
+	text = cellsText(&b, min(p.X, s.emu.Width()), true, func(x int) *uv.Cell { return s.emu.CellAt(x, p.Y) })
+	rest := cellsText(&b, s.emu.Width()-p.X, false, func(x int) *uv.Cell { return s.emu.CellAt(p.X+x, p.Y) })
+	return text, rest == ""
+}
+
+// startCapture begins keeping the text of lines that scroll off the top,
+// numbering rows absolutely (see scrollCapture), or joins the capture
+// running. Every call is matched by one stopCapture.
+func (s *screen) startCapture() {
+	s.captureUsers++
+	if s.capture != nil {
+		return
+	}
+	s.emu.ClearScrollback()
+	s.emu.SetScrollbackSize(captureScrollback)
+	s.capture = &scrollCapture{}
+}
+
+// stopCapture leaves the capture, ending it with its last user.
+func (s *screen) stopCapture() {
+	if s.captureUsers--; s.captureUsers > 0 {
+		return
+	}
+	s.capture = nil
+	s.emu.ClearScrollback()
+	s.emu.SetScrollbackSize(1)
+}
+
+// cursorRow is the cursor's absolute row while capturing (its screen row
+// otherwise).
+func (s *screen) cursorRow() int {
+	y := s.emu.CursorPosition().Y
+	if s.capture != nil {
+		y += s.capture.top()
+	}
+	return y
+}
+
+// rows returns the absolute rows [from, to) as text, trailing spaces
+// removed, and whether some of them were dropped from the capture.
+func (s *screen) rows(from, to int) (out []string, cut bool) {
+	top := 0
+	var c *scrollCapture
+	if s.capture != nil {
+		c = s.capture
+		top = c.top()
+	}
+	if c != nil && from < c.dropped {
+		from, cut = c.dropped, true
+	}
+	from = max(from, 0)
+	to = min(to, top+s.emu.Height())
+	var b strings.Builder
+	for r := from; r < to; r++ {
+		if r < top {
+			out = append(out, c.lines[c.off+r-c.dropped])
+		} else {
+			out = append(out, s.rowText(&b, r-top))
+		}
+	}
+	return out, cut
+}
+
+// drainScrollback moves what vt scrolled off into the capture.
+func (s *screen) drainScrollback() {
+	sb := s.emu.Scrollback()
+	if sb == nil || sb.Len() == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, l := range sb.Lines() {
+		s.capture.push(cellsText(&b, len(l), false, func(x int) *uv.Cell { return &l[x] }))
+	}
+	s.emu.ClearScrollback()
+}
+
+// feedCapturing writes output while an ask captures: in chunks small
+// enough for vt's scrollback, draining it after each, and with a long
+// middle of plain text rendered here (plain is false while the program has
+// set a scroll region, where plain text does not simply scroll).
+func (s *screen) feedCapturing(data []byte, plain bool) {
+	w, h := s.size()
+	if plain && !s.alt {
+		if head, mid, tail, ok := splitPlainRun(data, h); ok {
+			s.writeChunked(head)
+			// The rows above the cursor scroll off before the middle.
+			p := s.emu.CursorPosition()
+			var b strings.Builder
+			for y := 0; y < p.Y; y++ {
+				s.capture.push(s.rowText(&b, y))
+			}
+			r := &plainRenderer{cols: w, row: make([]rune, w), x: min(p.X, w-1), emit: s.capture.push}
+			r.write(mid)
+			// The tail is drawn on a cleared screen from the top, where
+			// the middle left the cursor; what the clear scrolls off is
+			// already captured.
+			s.emu.Write([]byte("\x1b[H\x1b[2J"))
+			s.emu.ClearScrollback()
+			if r.x > 0 {
+				fmt.Fprintf(s.emu, "\x1b[%dG", r.x+1)
+			}
+			s.writeChunked(tail)
+			return
+		}
+	}
+	s.writeChunked(data)
+}
+
+func (s *screen) writeChunked(data []byte) {
+	for len(data) > 0 {
+		n, i := 0, 0
+		for n < captureChunkLines {
+			j := bytes.IndexByte(data[i:], '\n')
+			if j < 0 {
+				i = len(data)
+				break
+			}
+			i += j + 1
+			n++
+		}
+		s.emu.Write(data[:i])
+		s.drainScrollback()
+		data = data[i:]
+	}
 }
 
 func (s *screen) snapshot(name string, seq uint64) Snapshot {

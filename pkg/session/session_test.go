@@ -23,7 +23,7 @@ func TestPythonAsk(t *testing.T) {
 	if _, err := m.Wait(ctx, WaitRequest{Name: "py", Until: "(?m)^>>>", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", Until: `(?m)^>>>$`, Timeout: 10 * time.Second})
+	res, err := m.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", Until: `(?m)^>>> $`, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +31,13 @@ func TestPythonAsk(t *testing.T) {
 		t.Errorf("ask print(6*7): got answer %q reason %q, want \"42\" matched", res.Answer, res.Reason)
 	}
 	// Idle ending, multi-line output.
-	res, err = m.Ask(ctx, AskRequest{Name: "py", Text: "for i in range(3): print('line', i)\n", Idle: 300 * time.Millisecond, Timeout: 10 * time.Second})
+	res, err = m.Ask(ctx, AskRequest{Name: "py", Text: "for i in range(3): print('line', i)\n\n", Idle: 300 * time.Millisecond, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "line 0\nline 1\nline 2"; res.Answer != want || res.Reason != ReasonIdle {
-		t.Errorf("ask loop: got %q (%s), want %q (idle)", res.Answer, res.Reason, want)
+	// The prompt comes back long before the idle time: it ends the ask.
+	if want := "line 0\nline 1\nline 2"; res.Answer != want || res.Reason != ReasonPrompt || res.Prompt != ">>>" {
+		t.Errorf("ask loop: got %q (%s, prompt %q), want %q (prompt >>>)", res.Answer, res.Reason, res.Prompt, want)
 	}
 	if res.FromSeq == 0 || res.ToSeq <= res.FromSeq {
 		t.Errorf("seq range %d..%d", res.FromSeq, res.ToSeq)
@@ -75,7 +76,7 @@ func TestShellAskAndSend(t *testing.T) {
 	if _, err := m.Wait(ctx, WaitRequest{Name: "sh", Until: `\$`, Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Ask(ctx, AskRequest{Name: "sh", Text: `echo "$GREETING from $AGENTD_SESSION"`, Until: `(?m)^\$$`, Timeout: 10 * time.Second})
+	res, err := m.Ask(ctx, AskRequest{Name: "sh", Text: `echo "$GREETING from $AGENTD_SESSION"`, Until: `(?m)^\$ $`, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestShellAskAndSend(t *testing.T) {
 	if err := m.Resize(ctx, "sh", 100, 30); err != nil {
 		t.Fatal(err)
 	}
-	res, err = m.Ask(ctx, AskRequest{Name: "sh", Text: "stty size", Until: `(?m)^\$$`, Timeout: 10 * time.Second})
+	res, err = m.Ask(ctx, AskRequest{Name: "sh", Text: "stty size", Until: `(?m)^\$ $`, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestAskLockAndTimeout(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := m.Ask(ctx, AskRequest{Name: "mute", Text: "hello?", Until: "never", Timeout: 1500 * time.Millisecond})
+		_, err := m.Ask(ctx, AskRequest{Name: "mute", Text: "hello?", Until: "never", Timeout: 2500 * time.Millisecond})
 		first <- err
 	}()
 	await(t, 5*time.Second, "the first ask to take the lock", func() bool {
@@ -572,7 +573,7 @@ func TestManagerRestart(t *testing.T) {
 	if _, err := m2.Wait(ctx, WaitRequest{Name: "py", Until: "(?m)^late\n>>>", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := m2.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", Until: `(?m)^>>>$`, Timeout: 10 * time.Second})
+	res, err := m2.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", Until: `(?m)^>>> $`, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

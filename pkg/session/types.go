@@ -88,41 +88,70 @@ type ExitInfo struct {
 	AlreadyEnded bool `json:"already_ended"`
 }
 
-// AskRequest delivers a question and collects the answer.
+// AskRequest delivers a question and collects the answer; see Manager.Ask
+// for how an ask decides it is done.
 type AskRequest struct {
 	Name string
+	// Text is the question. Trailing line breaks are not typed (Enter
+	// follows the text anyway); what is left must not be empty.
 	Text string
 	// Timeout is the ask's deadline; zero is DefaultAskTimeout.
 	Timeout time.Duration
-	// Idle ends the ask once the program has been quiet this long after it
-	// started answering. When both Idle and Until are zero, Idle is
-	// DefaultAskIdle.
+	// Idle, when set, also ends the ask once the program has been quiet
+	// this long after it reacted, prompt or not.
 	Idle time.Duration
-	// Until ends the ask when this regular expression (RE2) matches the
-	// answer so far, or the visible screen (rows joined by "\n", trailing
-	// spaces removed) once the answer has begun and the screen changed.
+	// FallbackIdle is the quiet that ends an ask on a program whose prompt
+	// could not be learned; zero is DefaultAskIdle.
+	FallbackIdle time.Duration
+	// Until, when set, is the only rule besides exit and the deadline: the
+	// ask ends when this regular expression (RE2) matches the answer so far
+	// (the rows after the question's echo, the cursor's row up to the
+	// cursor with its spaces kept, e.g. "42\n>>> ").
 	Until string
 	// LockTimeout is how long to wait for an ask in progress on the same
-	// session; zero is DefaultLockTimeout, negative does not wait.
+	// session, and then for the program's prompt to come back; zero is
+	// DefaultLockTimeout, negative does not wait.
 	LockTimeout time.Duration
 }
 
-// Reasons an ask or wait ended.
+// Reasons an ask or wait ended. An ask's answer record in the event log
+// may also carry ReasonTimeout, ReasonCanceled or ReasonInterrupted.
 const (
-	ReasonIdle    = "idle"
+	// ReasonPrompt: the program's prompt came back and it was quiet for a
+	// moment (asks only).
+	ReasonPrompt = "prompt"
+	// ReasonIdle: the program was quiet for the idle time.
+	ReasonIdle = "idle"
+	// ReasonMatched: the until pattern matched.
 	ReasonMatched = "matched"
-	ReasonExited  = "exited"
+	// ReasonExited: the program ended.
+	ReasonExited = "exited"
+	// ReasonTimeout: the deadline passed first.
+	ReasonTimeout = "timeout"
+	// ReasonCanceled: the asker went away or cancelled.
+	ReasonCanceled = "canceled"
+	// ReasonInterrupted: the worker lost the connection the ask came on
+	// (the daemon died or restarted).
+	ReasonInterrupted = "interrupted"
+	// ReasonFailed: the question could not be delivered in full.
+	ReasonFailed = "failed"
 )
 
 // AskResult is an answered ask.
 type AskResult struct {
 	Name string `json:"name"`
-	// Answer is what the program printed in reply, as plain text: escapes
-	// removed, the echo of the question and the trailing prompt left out.
+	// Answer is what a person reads between the question and the
+	// program's next prompt, from the rendered terminal: the rows after the
+	// question's echo, trailing spaces and trailing blank rows removed.
 	Answer string `json:"answer"`
+	// Prompt is the prompt the ask ended at, when it ended at one.
+	Prompt string `json:"prompt,omitempty"`
+	// Truncated is true when the answer was longer than an ask keeps
+	// (its start is missing; the event log has every byte).
+	Truncated bool `json:"truncated,omitempty"`
 	// Screen is the visible screen at the end.
 	Screen []string `json:"screen"`
-	// Reason is ReasonIdle, ReasonMatched or ReasonExited.
+	// Reason is ReasonPrompt, ReasonIdle, ReasonMatched or ReasonExited.
 	Reason  string        `json:"reason"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// FromSeq and ToSeq are the event-log range of the ask (its ask and
@@ -147,8 +176,10 @@ type SendRequest struct {
 // given, and the first to hold ends the wait.
 type WaitRequest struct {
 	Name string
-	// Until is a regular expression matched against the screen and the
-	// output since the wait began.
+	// Until is a regular expression matched against the screen as it was
+	// when the wait began and every row rendered after it, to the last row
+	// with text; the cursor's row counts up to the cursor with its spaces
+	// kept (so "(?m)^>>> $" matches a Python prompt at the cursor).
 	Until string
 	// Idle holds when the program has been quiet this long.
 	Idle time.Duration
@@ -210,6 +241,8 @@ const (
 	mResize   = "worker.resize"
 	mStop     = "worker.stop"
 	mAttach   = "worker.attach"
+	mCancel   = "worker.cancel"
+	mRecord   = "worker.record"
 	nOutput   = "worker.output"
 )
 
@@ -256,11 +289,28 @@ type sendParams struct {
 }
 
 type askParams struct {
-	Text        string        `json:"text"`
-	Timeout     time.Duration `json:"timeout"`
-	Idle        time.Duration `json:"idle"`
-	Until       string        `json:"until"`
-	LockTimeout time.Duration `json:"lock_timeout"`
+	// ID names the ask for cancelParams.
+	ID           string        `json:"id"`
+	Text         string        `json:"text"`
+	Timeout      time.Duration `json:"timeout"`
+	Idle         time.Duration `json:"idle"`
+	FallbackIdle time.Duration `json:"fallback_idle"`
+	Until        string        `json:"until"`
+	LockTimeout  time.Duration `json:"lock_timeout"`
+}
+
+// cancelParams end a running ask as canceled (the asker went away), as
+// opposed to a lost connection, which ends it as interrupted.
+type cancelParams struct {
+	ID string `json:"id"`
+}
+
+// recordParams put an ask answered elsewhere (through a channel) into the
+// session's event log and asks counter.
+type recordParams struct {
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+	Reason   string `json:"reason"`
 }
 
 type waitParams struct {

@@ -2,12 +2,17 @@ package session
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/vt"
 )
 
 func TestValidateName(t *testing.T) {
@@ -44,27 +49,112 @@ func TestKeyBytes(t *testing.T) {
 	}
 }
 
-func TestExtractAnswer(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw, question, prompt, want string
-	}{
-		{"python", "print(6*7)\r\n42\r\n>>> ", "print(6*7)", ">>>", "42"},
-		{"shell with colour", "echo hi\r\n\x1b[31mhi\x1b[0m\r\n$ ", "echo hi", "$", "hi"},
-		{"multi-line question", "for i in range(2): print(i)\r\n... \r\n0\r\n1\r\n>>> ", "for i in range(2): print(i)\n", ">>>", "0\n1"},
-		{"echo after prompt", ">>> x\r\n7\r\n>>> ", "x", "", "7"}, // a bare trailing prompt is dropped even when the prompt was unknown
-		{"typed before the program read it", "x\r\nBanner v1\r\n>>> x\r\n7\r\n>>> ", "x", "", "7"},
-		{"answer containing the question", "$ echo max\r\nmax\r\n$ ", "echo max", "$", "max"},
-		{"answer equal to the question", "ping0\r\nping0\r\n", "ping0", "", "ping0"},
-		{"answer contains the question", "two\r\nPASTE<two>\r\nready> ", "two", "ready>", "PASTE<two>"},
-		{"carriage return overwrite", "q\r\nloading...\rdone      \r\n$ ", "q", "$", "done"},
-		{"backspace", "q\r\nab\bc\r\n", "q", "", "ac"},
-		{"nothing yet", "q\r\n", "q", "$", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := extractAnswer([]byte(tc.raw), tc.question, tc.prompt); got != tc.want {
-				t.Errorf("extractAnswer(%q, %q, %q): got %q, want %q", tc.raw, tc.question, tc.prompt, got, tc.want)
+// TestCaptureMatchesVT feeds the same output to a capturing screen (which
+// renders long plain runs itself) and to a bare vt emulator that keeps all
+// its scrollback: every row must read the same.
+func TestCaptureMatchesVT(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "bc", "宽", "é", " ", "\t", "\r\n", "\r\n", "\n", "\r", "\b", "xyz0123456789", "\x1b[31m", "\x1b[0m"}
+	for round := range 40 {
+		cols, rows := 5+rng.IntN(40), 2+rng.IntN(10)
+		var data []byte
+		for range 20000 + rng.IntN(40000) {
+			p := pieces[rng.IntN(len(pieces))]
+			if strings.HasPrefix(p, "\x1b") && rng.IntN(50) != 0 {
+				continue // escapes are rare, so plain runs are long
 			}
-		})
+			data = append(data, p...)
+		}
+		s := newScreen(cols, rows, nil)
+		s.write([]byte("$ "))
+		s.startCapture()
+		start := s.cursorRow()
+		for off := 0; off < len(data); {
+			n := min(len(data)-off, 1+rng.IntN(1<<16))
+			s.feedCapturing(data[off:off+n], true)
+			off += n
+		}
+		got, _ := s.rows(start, s.capture.top()+rows)
+		s.close()
+
+		ref := vt.NewEmulator(cols, rows)
+		ref.SetScrollbackSize(1 << 20)
+		ref.Write([]byte("$ "))
+		ref.Write(data)
+		var want []string
+		var b strings.Builder
+		for _, l := range ref.Scrollback().Lines() {
+			want = append(want, cellsText(&b, len(l), false, func(x int) *uv.Cell { return &l[x] }))
+		}
+		for y := range rows {
+			want = append(want, cellsText(&b, cols, false, func(x int) *uv.Cell { return ref.CellAt(x, y) }))
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d (%dx%d): %d rows, want %d", round, cols, rows, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("round %d (%dx%d): row %d of %d is %q, want %q", round, cols, rows, i, len(want), got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestPromptShapes(t *testing.T) {
+	for _, tc := range []struct {
+		learned, seen string
+		want          bool
+	}{
+		{">>> ", ">>> ", true},
+		{">>> ", "... ", false},
+		{"In [3]: ", "In [4]: ", true},
+		{"In [3]: ", "   ...: ", false},
+		{"me@host:~$ ", "me@host:/tmp$ ", true}, // a shell shows its directory
+		{"sqlite> ", "   ...> ", false},
+		{"(gdb) ", "(gdb) ", true},
+		{">>> ", ">>> x", false},
+		{"% ", "% ", true},
+	} {
+		if got := learnPrompt(tc.learned).matches(tc.seen); got != tc.want {
+			t.Errorf("prompt %q matches %q: got %v, want %v", tc.learned, tc.seen, got, tc.want)
+		}
+	}
+	var none *promptShape
+	if none.matches(">>> ") {
+		t.Error("no prompt matched")
+	}
+	for s, want := range map[string]bool{">>> ": true, "sqlite> ": true, "bash-5.2$ ": true, "❯ ": true, "": false, "   ": false, "abc": false, "Password: ": true} {
+		if promptLike(s) != want {
+			t.Errorf("promptLike(%q) = %v", s, !want)
+		}
+	}
+}
+
+func TestEchoRowsAndQuestion(t *testing.T) {
+	for _, tc := range []struct {
+		q       string
+		x, cols int
+		want    int
+	}{
+		{"print(1)", 4, 80, 1}, {"", 4, 80, 1}, {strings.Repeat("a", 76), 4, 80, 1}, {strings.Repeat("a", 77), 4, 80, 2},
+		{"a\nb\nc", 4, 80, 3}, {"宽宽", 0, 3, 2},
+	} {
+		if got := echoRows(tc.q, tc.x, tc.cols); got != tc.want {
+			t.Errorf("echoRows(%q, %d, %d) = %d, want %d", tc.q, tc.x, tc.cols, got, tc.want)
+		}
+	}
+	if q := question("a\r\nb\n\n"); q != "a\nb\n" {
+		t.Errorf("question: %q", q)
+	}
+}
+
+func TestUntilHint(t *testing.T) {
+	re := regexp.MustCompile(`^>>> $`)
+	if h := untilHint(re, "42\n>>> "); !strings.Contains(h, "(?m)") {
+		t.Errorf("no hint for an anchored pattern: %q", h)
+	}
+	if h := untilHint(re, "42"); h != "" {
+		t.Errorf("hint for a pattern that cannot match anyway: %q", h)
 	}
 }
 

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,12 +118,18 @@ type worker struct {
 	asks         uint64
 	lastOutput   time.Time
 	lastActivity time.Time
-	collectors   map[*collector]struct{}
 	subs         map[*subscriber]struct{}
 	inflight     int
 	logErr       bool
 	pending      []byte // output not yet fed to scr
 	scrollRegion bool   // the program set a scroll region
+
+	// Asks (see ask.go).
+	prompt        *promptShape                       // learned when the last ask began or ended
+	typed         bool                               // an ask has typed into the program
+	bytesAtAskEnd uint64                             // output count when the last ask ended
+	runningAsks   map[string]context.CancelCauseFunc // by askParams.ID
+	canceledAsks  map[string]struct{}                // cancels that overtook their ask
 }
 
 // screenLocked feeds the queued output to the screen model and returns it.
@@ -140,11 +145,15 @@ func (w *worker) flushScreenLocked() {
 	}
 	data := w.pending
 	_, rows := w.scr.size()
-	if !w.scrollRegion {
-		data = compactPlain(data, rows)
+	if w.scr.capture != nil {
+		w.scr.feedCapturing(data, !w.scrollRegion)
+	} else {
+		if !w.scrollRegion {
+			data = compactPlain(data, rows)
+		}
+		w.scr.write(data)
 	}
 	w.scrollRegion = scrollRegionSet(w.scrollRegion, w.pending, rows)
-	w.scr.write(data)
 	if cap(w.pending) > 4*screenFlushAt {
 		w.pending = nil
 	} else {
@@ -165,7 +174,8 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 		exitc: make(chan unix.WaitStatus, 1), reaped: make(chan struct{}), pumpDone: make(chan struct{}),
 		done: make(chan struct{}), replies: make(chan []byte, 64), askSem: make(chan struct{}, 1),
 		askWait: make(chan struct{}), changed: make(chan struct{}),
-		collectors: map[*collector]struct{}{}, subs: map[*subscriber]struct{}{},
+		subs:        map[*subscriber]struct{}{},
+		runningAsks: map[string]context.CancelCauseFunc{}, canceledAsks: map[string]struct{}{},
 	}
 	var cleanup []func()
 	defer func() {
@@ -347,9 +357,6 @@ func (w *worker) recordOutput(p []byte) {
 	w.bytes += uint64(len(p))
 	w.lastOutput = time.Now()
 	w.lastActivity = w.lastOutput
-	for c := range w.collectors {
-		c.add(p)
-	}
 	for s := range w.subs {
 		s.push(p)
 	}
@@ -615,6 +622,20 @@ func (w *worker) handle(ctx context.Context, sc *wire.ServerConn, req *wire.Requ
 			return nil, err
 		}
 		return w.ask(ctx, p)
+	case mCancel:
+		var p cancelParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		w.cancelAsk(p.ID)
+		return nil, nil
+	case mRecord:
+		var p recordParams
+		if err := decodeParams(req, &p); err != nil {
+			return nil, err
+		}
+		w.recordChannelAsk(p)
+		return nil, nil
 	case mWait:
 		var p waitParams
 		if err := decodeParams(req, &p); err != nil {
@@ -766,18 +787,16 @@ func (w *worker) exitInfo() *ExitInfo {
 	return &info
 }
 
-// collector keeps the output since an ask or wait began.
-type collector struct {
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (c *collector) add(p []byte) {
-	if room := maxCollect - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	} else {
-		c.truncated = true
-	}
+// recordChannelAsk puts an ask answered through a channel into the event
+// log and the asks counter, like an ask typed into the terminal.
+func (w *worker) recordChannelAsk(p recordParams) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ev := Event{Type: EventAsk, Text: p.Question}
+	w.appendLocked(&ev)
+	ev = Event{Type: EventAnswer, Text: p.Answer, Reason: p.Reason}
+	w.appendLocked(&ev)
+	w.asks++
 }
 
 // subscriber is an attached terminal's queue of output.

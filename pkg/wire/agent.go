@@ -130,30 +130,56 @@ type RmResult struct {
 	Removed bool   `json:"removed"`
 }
 
-// AskParams deliver a question to a session and collect the answer.
+// AskParams deliver a question to a session and collect the answer. The
+// ask waits for the program's prompt, types Text (a final line break is the
+// Enter that follows it), and ends when the learned prompt is back and
+// output is quiet (reason prompt), when the program exits, or at the
+// deadline; see AskResult.Reason.
 type AskParams struct {
 	Name string `json:"name"`
-	Text string `json:"text"` // at most 64 KiB
+	Text string `json:"text"` // at most 64 KiB; not empty, not only line breaks
 	// TimeoutMS is the ask's deadline (default 10 minutes).
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
-	// IdleMS ends collection once the program has been quiet this long
-	// after it started answering.
+	// IdleMS also ends the ask once the program has been quiet this long
+	// after it reacted, prompt or not. Without it, silence ends an ask only
+	// on a program whose prompt could not be learned (after the daemon's
+	// ask_idle).
 	IdleMS int64 `json:"idle_ms,omitempty"`
-	// Until ends collection when this regular expression (RE2) matches the
-	// new output or the screen.
+	// Until, when set, replaces the prompt and silence rules: the ask ends
+	// when this regular expression (RE2) matches the answer so far (the
+	// rows after the question's echo; the cursor's row up to the cursor,
+	// trailing spaces kept, so "(?m)^>>> $" matches Python's prompt).
 	Until string `json:"until,omitempty"`
-	// LockTimeoutMS is how long to wait for another ask on the session.
+	// LockTimeoutMS is how long to wait for another ask on the session and
+	// then for the program's prompt to come back.
 	LockTimeoutMS int64 `json:"lock_timeout_ms,omitempty"`
 	// Via is auto (default), pty or channel.
 	Via string `json:"via,omitempty"`
 }
 
+// Reasons an ask ended, in AskResult.Reason.
+const (
+	AskReasonPrompt  = "prompt"  // the program's prompt came back and it was quiet
+	AskReasonIdle    = "idle"    // quiet for the idle time (no prompt learned, or idle_ms given)
+	AskReasonMatched = "matched" // until matched the answer
+	AskReasonExited  = "exited"  // the program ended
+	AskReasonReply   = "reply"   // a reply came through the session's channel
+)
+
 // AskResult is an answered ask.
 type AskResult struct {
-	Name      string   `json:"name"`
-	Answer    string   `json:"answer"` // plain text: escapes removed, the echo left out
+	Name string `json:"name"`
+	// Answer is what a person reads between the question and the next
+	// prompt, from the rendered terminal: the echo and the prompt left out,
+	// trailing spaces and blank rows removed.
+	Answer string `json:"answer"`
+	// Prompt is the prompt the ask ended at, if any (">>>").
+	Prompt string `json:"prompt,omitempty"`
+	// Truncated is true when the answer's start was cut (over 4 MiB of
+	// text); agent.logs has every byte.
+	Truncated bool     `json:"truncated,omitempty"`
 	Screen    []string `json:"screen"`
-	Reason    string   `json:"reason"` // idle, matched, exited, reply
+	Reason    string   `json:"reason"` // one of the AskReason constants
 	ElapsedMS int64    `json:"elapsed_ms"`
 	FromSeq   uint64   `json:"from_seq"`
 	ToSeq     uint64   `json:"to_seq"`
@@ -171,6 +197,8 @@ type TimeoutDetails struct {
 	Screen    []string `json:"screen"`
 	FromSeq   uint64   `json:"from_seq"`
 	ToSeq     uint64   `json:"to_seq"`
+	// Hint explains an until pattern that could not match as written.
+	Hint string `json:"hint,omitempty"`
 }
 
 // SendParams deliver input without waiting: Text as typed, or Keys by name

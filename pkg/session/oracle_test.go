@@ -1,0 +1,366 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The ask oracle: every question is asked of the same program twice, once
+// through a session and once in tmux with the same keys, and the answer must
+// be what tmux shows a person: the rows between the question's echo and the
+// program's next prompt (capture-pane, trailing spaces and blank rows
+// removed). Nobody writes an expected answer by hand.
+
+// oracleProgram is a real interactive program and the questions asked of it.
+type oracleProgram struct {
+	name   string
+	argv   []string
+	prompt string // the prompt at the cursor, as a regexp; "" for none (bc)
+	paste  bool   // the program enables bracketed paste
+	asks   []oracleAsk
+}
+
+type oracleAsk struct {
+	kind, text string
+	// pause marks a question whose output pauses for seconds in the middle.
+	pause bool
+}
+
+// oracleCols and oracleRows are the terminal size both sides use.
+const oracleCols, oracleRows = 100, 30
+
+func oraclePrograms() []oracleProgram {
+	return []oracleProgram{
+		{name: "python3", argv: []string{"/usr/bin/python3", "-i", "-q"}, prompt: `^>>> $`, asks: []oracleAsk{
+			{kind: "one line", text: "print(6*7)"},
+			{kind: "multi-line answer", text: `print("line 1\nline 2\nline 3")`},
+			{kind: "pause", text: "print('a'); import time; time.sleep(3); print('b')", pause: true},
+			{kind: "error", text: "1/0"},
+			{kind: "multi-line question", text: "x = 6\nprint(x*7)"},
+			{kind: "a block", text: "for i in range(3):\n    print('i =', i)\n\n"},
+			{kind: "punctuation", text: "print('$')"},
+			{kind: "leading blank line", text: `print("\nafter a blank line")`},
+			{kind: "in a row 1", text: "print(1)"}, {kind: "in a row 2", text: "print(2)"}, {kind: "in a row 3", text: "print(3)"},
+		}},
+		{name: "bash", argv: []string{"/bin/bash", "--norc", "--noprofile", "-i"}, prompt: `[$#] $`, paste: true, asks: []oracleAsk{
+			{kind: "one line", text: "echo $((6*7))"},
+			{kind: "multi-line answer", text: `printf 'a\nb\nc\n'`},
+			{kind: "pause", text: `printf 'a\nb\n'; sleep 3; echo c`, pause: true},
+			{kind: "error", text: "ls /nonexistent-dir"},
+			{kind: "multi-line question", text: "X=héllo\necho \"$X wörld\""},
+			{kind: "punctuation", text: "echo '$'"},
+			{kind: "leading blank line", text: `printf '\nafter a blank line\n'`},
+			{kind: "in a row 1", text: "echo 1"}, {kind: "in a row 2", text: "echo 2"}, {kind: "in a row 3", text: "echo 3"},
+		}},
+		{name: "node", argv: []string{"/usr/bin/node"}, prompt: `^> $`, asks: []oracleAsk{
+			{kind: "one line", text: "6*7"},
+			{kind: "multi-line answer", text: `console.log("a\nb\nc")`},
+			{kind: "pause", text: "console.log('a'); await new Promise(r => setTimeout(r, 3500)); console.log('b')", pause: true},
+			{kind: "error", text: "null.x"},
+			{kind: "multi-line question", text: "const x = 6\nx*7"},
+			{kind: "punctuation", text: "'$'"},
+			{kind: "leading blank line", text: `console.log("\nafter a blank line")`},
+			{kind: "in a row 1", text: "1+0"}, {kind: "in a row 2", text: "1+1"}, {kind: "in a row 3", text: "1+2"},
+		}},
+		{name: "sqlite3", argv: []string{"/usr/bin/sqlite3"}, prompt: `^sqlite> $`, paste: true, asks: []oracleAsk{
+			{kind: "one line", text: "select 6*7;"},
+			{kind: "multi-line answer", text: "select 1 union all select 2 union all select 3;"},
+			{kind: "pause", text: "select 'a'; with recursive c(x) as (select 1 union all select x+1 from c where x < 9000000) select count(*) from c; select 'b';", pause: true},
+			{kind: "error", text: "select * from nosuchtable;"},
+			{kind: "multi-line question", text: "create table t(x);\ninsert into t values (42);\nselect x from t;"},
+			{kind: "punctuation", text: "select '$';"},
+			{kind: "leading blank line", text: "select char(10) || 'after a blank line';"},
+			{kind: "in a row 1", text: "select 1;"}, {kind: "in a row 2", text: "select 2;"}, {kind: "in a row 3", text: "select 3;"},
+		}},
+		{name: "ipython3", argv: []string{"/usr/bin/ipython3", "--no-banner", "--colors=NoColor", "--no-confirm-exit", "--HistoryManager.enabled=False", "--no-autoindent"},
+			prompt: `^In \[\d+\]: $`, paste: true, asks: []oracleAsk{
+				{kind: "one line", text: "6*7"},
+				{kind: "multi-line answer", text: `print("a\nb\nc")`},
+				{kind: "pause", text: "print('a'); import time; time.sleep(3); print('b')", pause: true},
+				{kind: "error", text: "1/0"},
+				{kind: "multi-line question", text: "x = 6\nx*7"},
+				{kind: "punctuation", text: "print('$')"},
+				{kind: "leading blank line", text: `print("\nafter a blank line")`},
+				{kind: "in a row 1", text: "1+0"}, {kind: "in a row 2", text: "1+1"}, {kind: "in a row 3", text: "1+2"},
+			}},
+		{name: "tclsh", argv: []string{"/usr/bin/tclsh"}, prompt: `^% $`, asks: []oracleAsk{
+			{kind: "one line", text: "expr 6*7"},
+			{kind: "multi-line answer", text: `puts "a\nb\nc"`},
+			{kind: "pause", text: "puts a; flush stdout; after 3000; puts b", pause: true},
+			{kind: "error", text: "nosuchcommand"},
+			{kind: "multi-line question", text: "set x 6\nexpr $x*7"},
+			{kind: "punctuation", text: "puts {$}"},
+			{kind: "leading blank line", text: `puts "\nafter a blank line"`},
+			{kind: "in a row 1", text: "expr 1"}, {kind: "in a row 2", text: "expr 2"}, {kind: "in a row 3", text: "expr 3"},
+		}},
+		{name: "bc", argv: []string{"/usr/bin/bc", "-q"}, paste: true, asks: []oracleAsk{
+			{kind: "one line", text: "6*7"},
+			{kind: "multi-line answer", text: `print "a\nb\nc\n"`},
+			{kind: "error", text: "1/0"},
+			{kind: "multi-line question", text: "scale=3\n10/4"},
+			{kind: "punctuation", text: `print "$\n"`},
+			{kind: "leading blank line", text: `print "\nafter a blank line\n"`},
+		}},
+		{name: "gdb", argv: []string{"/usr/bin/gdb", "-q", "-nx"}, prompt: `^\(gdb\) $`, paste: true, asks: []oracleAsk{
+			{kind: "one line", text: "print 6*7"},
+			{kind: "multi-line answer", text: `printf "a\nb\nc\n"`},
+			{kind: "error", text: "print nosuchsymbol"},
+			{kind: "punctuation", text: `echo $\n`},
+			{kind: "leading blank line", text: `echo \nafter a blank line\n`},
+		}},
+	}
+}
+
+func TestAskOracle(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; .ci/run installs it")
+	}
+	t.Parallel()
+	env := newTestEnv(t)
+	m := env.manager(t)
+	for _, prog := range oraclePrograms() {
+		t.Run(prog.name, func(t *testing.T) {
+			if _, err := os.Stat(prog.argv[0]); err != nil {
+				t.Skipf("%s is not installed; .ci/run installs it", prog.argv[0])
+			}
+			t.Parallel()
+			// Each side has a home of its own: the programs keep files there.
+			progEnv := func(home string) []string {
+				return []string{"HOME=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "IPYTHONDIR=" + filepath.Join(home, ".ipython"),
+					"PATH=/usr/local/bin:/usr/bin:/bin", "NODE_NO_WARNINGS=1", "TERM=xterm-256color"}
+			}
+			home, tmuxHome := t.TempDir(), t.TempDir()
+			ctx := testCtx(t, 5*time.Minute)
+			name := "o-" + strings.ReplaceAll(prog.name, "3", "")
+			if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: prog.argv, Cwd: home, Env: progEnv(home), Cols: oracleCols, Rows: oracleRows}); err != nil {
+				t.Fatal(err)
+			}
+			tm := startTmux(t, prog, progEnv(tmuxHome), tmuxHome)
+			var promptRE *regexp.Regexp
+			if prog.prompt != "" {
+				promptRE = regexp.MustCompile(prog.prompt)
+			}
+			for _, q := range prog.asks {
+				var wg sync.WaitGroup
+				var want string
+				var oerr error
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					want, oerr = tm.ask(q.text, promptRE, prog.paste)
+				}()
+				res, err := m.Ask(ctx, AskRequest{Name: name, Text: q.text, Timeout: 60 * time.Second, FallbackIdle: 1500 * time.Millisecond})
+				wg.Wait()
+				if oerr != nil {
+					t.Fatalf("%s: tmux: %v", q.kind, oerr)
+				}
+				if err != nil {
+					t.Fatalf("%s: ask %q: %v", q.kind, q.text, err)
+				}
+				if res.Answer != want {
+					t.Errorf("%s: ask %q:\n got %q (%s)\nwant %q (tmux)", q.kind, q.text, res.Answer, res.Reason, want)
+				}
+				t.Logf("%s: %q -> %q (%s, %s)", q.kind, q.text, res.Answer, res.Reason, res.Elapsed.Round(time.Millisecond))
+				wantReason := ReasonPrompt
+				if promptRE == nil {
+					wantReason = ReasonIdle
+				}
+				if res.Reason != wantReason {
+					t.Errorf("%s: ask %q ended by %s, want %s", q.kind, q.text, res.Reason, wantReason)
+				}
+				if q.pause && res.Elapsed < 2*time.Second {
+					t.Errorf("%s: ask %q returned after %s, before the pause ended", q.kind, q.text, res.Elapsed)
+				}
+			}
+		})
+	}
+}
+
+// tmuxPane is one program run by its own tmux server.
+type tmuxPane struct {
+	t    testing.TB
+	sock string
+}
+
+func startTmux(t testing.TB, prog oracleProgram, env []string, dir string) *tmuxPane {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "tm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	conf := filepath.Join(sockDir, "conf")
+	os.WriteFile(conf, []byte("set -g default-terminal xterm-256color\nset -g history-limit 50000\nset -g status off\n"), 0o600)
+	p := &tmuxPane{t: t, sock: filepath.Join(sockDir, "s")}
+	args := []string{"new-session", "-d", "-x", strconv.Itoa(oracleCols), "-y", strconv.Itoa(oracleRows), "-c", dir}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	args = append(args, "--")
+	args = append(args, prog.argv...)
+	cmd := exec.Command("tmux", append([]string{"-u", "-S", p.sock, "-f", conf}, args...)...)
+	cmd.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-S", p.sock, "kill-server").Run() })
+	return p
+}
+
+func (p *tmuxPane) run(args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-u", "-S", p.sock}, args...)...)
+	cmd.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("tmux %s: %v: %s", args[0], err, ee.Stderr)
+		}
+		return "", err
+	}
+	return string(out), nil
+}
+
+// paneState is what tmux shows: every row (history, then the screen) and
+// the cursor's absolute row and its row's text up to the cursor.
+type paneState struct {
+	rows   []string
+	cursor int
+	before string
+}
+
+func (p *tmuxPane) state() (paneState, error) {
+	info, err := p.run("display-message", "-p", "#{history_size} #{cursor_x} #{cursor_y}")
+	if err != nil {
+		return paneState{}, err
+	}
+	var hist, cx, cy int
+	fmt.Sscan(info, &hist, &cx, &cy)
+	out, err := p.run("capture-pane", "-p", "-S", "-", "-E", "-")
+	if err != nil {
+		return paneState{}, err
+	}
+	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	st := paneState{rows: rows, cursor: hist + cy}
+	// The cursor's row with its spaces: capture-pane -N keeps them.
+	line, err := p.run("capture-pane", "-p", "-N", "-S", strconv.Itoa(cy), "-E", strconv.Itoa(cy))
+	if err != nil {
+		return paneState{}, err
+	}
+	// Cells never written read as nothing: pad to the cursor.
+	r := []rune(strings.TrimSuffix(line, "\n"))
+	for len(r) < cx {
+		r = append(r, ' ')
+	}
+	st.before = string(r[:cx])
+	return st, nil
+}
+
+// settled waits until the pane has not changed for quiet and cond holds.
+func (p *tmuxPane) settled(quiet, limit time.Duration, cond func(paneState) bool) (paneState, error) {
+	deadline := time.Now().Add(limit)
+	var last string
+	since := time.Now()
+	for {
+		st, err := p.state()
+		if err != nil {
+			return st, err
+		}
+		key := strings.Join(st.rows, "\n") + "\x00" + strconv.Itoa(st.cursor) + st.before
+		if key != last {
+			last, since = key, time.Now()
+		}
+		if time.Since(since) >= quiet && (cond == nil || cond(st)) {
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("the pane did not settle in %s; it shows %q with %q at the cursor", limit, st.rows[max(0, len(st.rows)-5):], st.before)
+		}
+		time.Sleep(20 * time.Millisecond) // polling tmux, with a deadline
+	}
+}
+
+// ask types text as a person would (one bracketed paste, or line by line
+// with Enter) and returns the rows between the echo and the next prompt.
+func (p *tmuxPane) ask(text string, prompt *regexp.Regexp, paste bool) (string, error) {
+	atPrompt := func(st paneState) bool { return prompt == nil || prompt.MatchString(st.before) }
+	if _, err := p.settled(300*time.Millisecond, 30*time.Second, atPrompt); err != nil {
+		return "", fmt.Errorf("before the question: %w", err)
+	}
+	text = strings.TrimSuffix(text, "\n")
+	last := text
+	if paste {
+		cmd := exec.Command("tmux", "-u", "-S", p.sock, "load-buffer", "-b", "q", "-")
+		cmd.Stdin = strings.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("load-buffer: %v: %s", err, out)
+		}
+		if _, err := p.run("paste-buffer", "-p", "-d", "-b", "q"); err != nil {
+			return "", err
+		}
+	} else {
+		lines := strings.Split(text, "\n")
+		for _, l := range lines[:len(lines)-1] {
+			if err := p.keys(l, true); err != nil {
+				return "", err
+			}
+			if _, err := p.settled(300*time.Millisecond, 30*time.Second, nil); err != nil {
+				return "", err
+			}
+		}
+		last = lines[len(lines)-1]
+		if err := p.keys(last, false); err != nil {
+			return "", err
+		}
+	}
+	st, err := p.settled(300*time.Millisecond, 30*time.Second, nil)
+	if err != nil {
+		return "", fmt.Errorf("echo: %w", err)
+	}
+	echoEnd := st.cursor
+	if _, err := p.run("send-keys", "Enter"); err != nil {
+		return "", err
+	}
+	quiet := 500 * time.Millisecond
+	if prompt == nil {
+		quiet = 2 * time.Second
+	}
+	st, err = p.settled(quiet, 60*time.Second, func(st paneState) bool { return st.cursor > echoEnd && atPrompt(st) })
+	if err != nil {
+		return "", fmt.Errorf("answer: %w", err)
+	}
+	end := st.cursor
+	if prompt == nil && strings.TrimSpace(st.before) == "" {
+		end = len(st.rows)
+	}
+	var ans []string
+	if echoEnd+1 < end && end <= len(st.rows) {
+		ans = st.rows[echoEnd+1 : end]
+	}
+	for len(ans) > 0 && strings.TrimSpace(ans[len(ans)-1]) == "" {
+		ans = ans[:len(ans)-1]
+	}
+	return strings.Join(ans, "\n"), nil
+}
+
+func (p *tmuxPane) keys(text string, enter bool) error {
+	if text != "" {
+		if _, err := p.run("send-keys", "-l", "--", text); err != nil {
+			return err
+		}
+	}
+	if enter {
+		_, err := p.run("send-keys", "Enter")
+		return err
+	}
+	return nil
+}
