@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -166,6 +168,23 @@ func echoRows(q string, x, cols int) int {
 		n += max(1, (x+ansi.StringWidth(l)+cols-1)/cols)
 	}
 	return n
+}
+
+// echoEndX is the column the cursor stands at after the echo of q typed at
+// column x, and whether that is known: not for a line that fills the row
+// to its end, nor for the lines after a line break, whose continuation
+// prompt is unknown, unless there is none (exact only where no
+// continuation prompt can shift it: one line, or a paste).
+func echoEndX(q string, x, cols int) (int, bool) {
+	lines := strings.Split(q, "\n")
+	if len(lines) > 1 {
+		x = 0
+	}
+	end := x + ansi.StringWidth(lines[len(lines)-1])
+	if end > 0 && end%cols == 0 {
+		return 0, false
+	}
+	return end % cols, true
 }
 
 // ask delivers the question and collects the answer; see the top of this
@@ -337,8 +356,8 @@ func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Dura
 		case !w.typed:
 			// Nothing prompt-like yet: a program still starting, or one
 			// that prints no prompt (cat). The kernel tells whether it
-			// sleeps.
-			ready = quiet >= settleQuiet && w.foregroundSleeping() || quiet >= firstAskQuiet
+			// is reading its terminal.
+			ready = quiet >= settleQuiet && w.foregroundReading() || quiet >= firstAskQuiet
 			wait = min(max(settleQuiet-quiet, 10*time.Millisecond), firstAskQuiet-quiet)
 		case w.prompt == nil:
 			// No prompt known: ready when nothing came since the last
@@ -385,15 +404,23 @@ func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Dura
 	}
 }
 
-// foregroundSleeping reports whether the terminal's foreground process is
-// asleep (waiting, most likely for input) rather than running.
-func (w *worker) foregroundSleeping() bool {
+// foregroundReading reports whether the terminal's foreground process is
+// blocked reading its standard input (read on fd 0, from
+// /proc/PID/syscall, which the worker may read as the program's ancestor):
+// a program that prints no prompt and waits for a line. A program still
+// starting is not; nor is one waiting in select or poll, which this cannot
+// tell from other waits.
+func (w *worker) foregroundReading() bool {
 	pgrp, err := unix.IoctlGetInt(int(w.master.Fd()), unix.TIOCGPGRP)
 	if err != nil {
 		return false
 	}
-	st, ok := readProcStat(pgrp)
-	return ok && st.state == 'S'
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pgrp) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) >= 2 && f[0] == "0" && f[1] == "0x0" // read(0, ...)
 }
 
 // asking is one ask after the program was found ready.
@@ -471,15 +498,23 @@ func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err e
 	}
 	// Wait for the echo before Enter: the answer starts below it, and
 	// some programs take an Enter inside a paste burst as part of it.
-	minRows := echoRows(question(strings.TrimSuffix(strings.TrimPrefix(last, ansi.BracketedPasteStart), ansi.BracketedPasteEnd)), promptX, cols)
+	typed := strings.TrimSuffix(strings.TrimPrefix(last, ansi.BracketedPasteStart), ansi.BracketedPasteEnd)
+	minRows := echoRows(typed, promptX, cols)
+	endX, exact := echoEndX(typed, promptX, cols)
 	w.waitUntil(ctx, echoMax, echoQuiet, func() bool {
 		if w.status == StatusExited {
 			return true
 		}
-		if w.bytes == out0 || time.Since(w.lastOutput) < echoQuiet {
+		if w.bytes == out0 || a.alt && time.Since(w.lastOutput) < echoQuiet {
 			return false
 		}
-		return a.alt || w.screenLocked().cursorRow() >= a.startRow+minRows-1
+		scr := w.screenLocked()
+		row := scr.cursorRow()
+		// The cursor just after the echo's last character: done.
+		if exact && row == a.startRow+minRows-1 && scr.emu.CursorPosition().X == endX {
+			return true
+		}
+		return time.Since(w.lastOutput) >= echoQuiet && (a.alt || row >= a.startRow+minRows-1)
 	})
 	w.mu.Lock()
 	if !a.alt {

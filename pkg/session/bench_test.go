@@ -64,6 +64,44 @@ func BenchmarkAskUntil(b *testing.B) {
 	b.ReportMetric(float64(median(ds).Microseconds())/1000, "ms-median")
 }
 
+// BenchmarkAskPromptReturn asks python3 a question per iteration and
+// measures, from the event log, the time from the output that brought the
+// prompt back to the ask's answer record (what an ask adds after the
+// program is done; it was the whole 1.5 s idle before prompts were
+// learned), and the whole ask.
+func BenchmarkAskPromptReturn(b *testing.B) {
+	m := newTestEnv(b).manager(b)
+	ctx := context.Background()
+	if _, err := m.Spawn(ctx, SpawnRequest{Name: "py", Argv: []string{"python3", "-i", "-q"}, Cwd: "/"}); err != nil {
+		b.Fatal(err)
+	}
+	var after, whole []time.Duration
+	for i := 0; b.Loop(); i++ {
+		res, err := m.Ask(ctx, AskRequest{Name: "py", Text: fmt.Sprintf("print(%d)", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Answer != strconv.Itoa(i) || res.Reason != ReasonPrompt {
+			b.Fatalf("answer %q (%s)", res.Answer, res.Reason)
+		}
+		var lastOut, answer time.Time
+		m.Logs(ctx, LogsRequest{Name: "py", FromSeq: res.FromSeq}, func(ev Event) error {
+			switch {
+			case ev.Seq > res.ToSeq:
+			case ev.Type == EventOutput:
+				lastOut = ev.TS
+			case ev.Type == EventAnswer:
+				answer = ev.TS
+			}
+			return nil
+		})
+		after = append(after, answer.Sub(lastOut))
+		whole = append(whole, res.Elapsed)
+	}
+	b.ReportMetric(float64(median(after).Microseconds())/1000, "ms-prompt-to-answer")
+	b.ReportMetric(float64(median(whole).Microseconds())/1000, "ms-ask-median")
+}
+
 const floodLine = "0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // floodCmd prints n bytes as fast as it can.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -573,6 +574,11 @@ func TestManagerRestart(t *testing.T) {
 	if _, err := m2.Wait(ctx, WaitRequest{Name: "py", Until: "(?m)^late\n>>>", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	// The worker recorded the ask as interrupted: its asker went away
+	// without cancelling.
+	if got := answerReasons(t, m2, "py"); len(got) != 1 || got[0] != ReasonInterrupted {
+		t.Errorf("answer records after the daemon went away: %q, want [interrupted]", got)
+	}
 	res, err := m2.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", Until: `(?m)^>>> $`, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -861,5 +867,114 @@ func TestStatusTableInvariants(t *testing.T) {
 	}
 	if (Status("bogus")).Allows() != (Allows{}) {
 		t.Error("an unknown status allows something")
+	}
+}
+
+// answerReasons lists the reasons of a session's answer records.
+func answerReasons(t testing.TB, m *Manager, name string) []string {
+	t.Helper()
+	var rs []string
+	if err := m.Logs(context.Background(), LogsRequest{Name: name}, func(ev Event) error {
+		if ev.Type == EventAnswer {
+			rs = append(rs, ev.Reason)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// TestAskCancel: an ask whose caller goes away ends at once, is recorded as
+// canceled, and the next ask (with a short lock timeout) gets its own
+// answer, not the late output of the cancelled one.
+func TestAskCancel(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	spawn(t, m, "py", "python3", "-i", "-q")
+	ctx := testCtx(t, 60*time.Second)
+	askCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Ask(askCtx, AskRequest{Name: "py", Text: "import time; time.sleep(0.8); print('slow')"})
+		errc <- err
+	}()
+	await(t, 10*time.Second, "the ask to be typed", func() bool {
+		n := 0
+		m.Logs(ctx, LogsRequest{Name: "py"}, func(ev Event) error {
+			if ev.Type == EventInput && string(ev.Data) == "\r" {
+				n++
+			}
+			return nil
+		})
+		return n == 1
+	})
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ask: got %v, want context.Canceled", err)
+	}
+	canceledAt := time.Now()
+	await(t, 2*time.Second, "the ask recorded as canceled", func() bool {
+		rs := answerReasons(t, m, "py")
+		return len(rs) == 1 && rs[0] == ReasonCanceled
+	})
+	if d := time.Since(canceledAt); d > time.Second {
+		t.Errorf("cancel took %s to reach the worker", d)
+	}
+	res, err := m.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)", LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "42" || res.Reason != ReasonPrompt {
+		t.Errorf("ask after a cancel: got %q (%s), want \"42\" (prompt)", res.Answer, res.Reason)
+	}
+}
+
+// TestAskBadInput: each bad ask is refused with a message that says what
+// to do, and the session is untouched: the next ask is right.
+func TestAskBadInput(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	spawn(t, m, "py", "python3", "-i", "-q")
+	ctx := testCtx(t, 60*time.Second)
+	for _, tc := range []struct {
+		name string
+		req  AskRequest
+		kind error
+		says string
+	}{
+		{"empty", AskRequest{Name: "py", Text: ""}, ErrInvalid, "no text"},
+		{"only line breaks", AskRequest{Name: "py", Text: "\n\r\n\n"}, ErrInvalid, "--keys enter"},
+		{"too long", AskRequest{Name: "py", Text: strings.Repeat("x", MaxAskText+1)}, ErrInvalid, "limit"},
+		{"bad until", AskRequest{Name: "py", Text: "1", Until: "(unclosed"}, ErrInvalid, "not a valid regular expression"},
+		{"negative idle", AskRequest{Name: "py", Text: "1", Idle: -time.Second}, ErrInvalid, "negative"},
+		{"no session", AskRequest{Name: "nope", Text: "1"}, ErrNotFound, "agentctl list"},
+	} {
+		_, err := m.Ask(ctx, tc.req)
+		if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: got %v, want %v saying %q", tc.name, err, tc.kind, tc.says)
+		}
+	}
+	res, err := m.Ask(ctx, AskRequest{Name: "py", Text: "print(6*7)"})
+	if err != nil || res.Answer != "42" {
+		t.Fatalf("ask after bad input: %+v %v", res, err)
+	}
+	if st, err := m.Status(ctx, "py"); err != nil || st.Asks != 1 {
+		t.Errorf("asks counted after bad input: %+v %v, want 1", st, err)
+	}
+
+	// A session that is exiting refuses asks.
+	spawn(t, m, "stubborn", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done")
+	if _, err := m.Wait(ctx, WaitRequest{Name: "stubborn", Until: "ready", Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	go m.Stop(ctx, StopRequest{Name: "stubborn", Grace: 20 * time.Second})
+	await(t, 5*time.Second, "the session to be exiting", func() bool {
+		st, err := m.Status(ctx, "stubborn")
+		return err == nil && st.Status == StatusExiting
+	})
+	_, err = m.Ask(ctx, AskRequest{Name: "stubborn", Text: "hello"})
+	if !errors.Is(err, ErrInvalidStatus) || !strings.Contains(err.Error(), "exiting") {
+		t.Errorf("ask of an exiting session: got %v, want ErrInvalidStatus naming the status", err)
 	}
 }
