@@ -40,7 +40,7 @@ type Settings struct {
 	ReadTimeout    Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
 	ShutdownGrace  Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
 	AskTimeout     Duration `toml:"ask_timeout" doc:"default deadline of agent.ask" live:"true"`
-	AskIdle        Duration `toml:"ask_idle" doc:"default quiet time that ends an ask's answer" live:"true"`
+	AskIdle        Duration `toml:"ask_idle" doc:"quiet that ends an ask on a program whose prompt could not be learned" live:"true"`
 	LockTimeout    Duration `toml:"lock_timeout" doc:"default wait for a session's or the screen's lock" live:"true"`
 	EventLogCap    int64    `toml:"event_log_cap" doc:"bytes of event log kept per session; older records rotate out" live:"false"`
 	ChannelQueue   int      `toml:"channel_queue" doc:"messages queued per channel before pushes are answered busy" live:"true"`

@@ -62,10 +62,10 @@ const (
 	echoMax   = 500 * time.Millisecond
 )
 
-// firstAskQuiet is how long a program that has printed nothing and shows no
-// prompt must be quiet before the first ask types, when the kernel cannot
-// tell whether it is waiting for input.
-const firstAskQuiet = time.Second
+// firstAskQuiet is how long a program that shows no prompt must be quiet
+// before the first ask types when the kernel cannot tell that it waits for
+// input: a start-up on a busy machine can be silent for a long moment.
+const firstAskQuiet = 3 * time.Second
 
 // errAskCanceled is the cause of an ask cancelled through mCancel.
 var errAskCanceled = errors.New("the ask was cancelled by its caller")
@@ -356,7 +356,8 @@ func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Dura
 		case !w.typed:
 			// Nothing prompt-like yet: a program still starting, or one
 			// that prints no prompt (cat). The kernel tells whether it
-			// is reading its terminal.
+			// is reading its terminal. (Asleep and using no CPU says
+			// nothing: a starting program sleeps on its file reads.)
 			ready = quiet >= settleQuiet && w.foregroundReading() || quiet >= firstAskQuiet
 			wait = min(max(settleQuiet-quiet, 10*time.Millisecond), firstAskQuiet-quiet)
 		case w.prompt == nil:
@@ -532,10 +533,27 @@ func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err e
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
-		scr := w.screenLocked()
 		ended := w.status == StatusExited
 		quiet := time.Since(w.lastOutput)
 		reacted := w.bytes > enterMark
+		if a.re == nil && !ended && reacted && quiet < promptSettle {
+			// Every rule but until and exit needs a quiet moment: while
+			// output flows, leave the screen alone (it renders big chunks
+			// fast) and look again when it could be quiet.
+			w.mu.Unlock()
+			timer.Reset(promptSettle - quiet)
+			select {
+			case <-timer.C:
+			case <-w.done:
+			case <-ctx.Done():
+				w.mu.Lock()
+				partial, _ = a.answerSoFarLocked()
+				w.mu.Unlock()
+				return nil, partial, context.Cause(ctx)
+			}
+			continue
+		}
+		scr := w.screenLocked()
 		before, restBlank := scr.beforeCursor()
 		below := scr.cursorRow() > a.echoEnd
 		reason := ""

@@ -102,6 +102,35 @@ func BenchmarkAskPromptReturn(b *testing.B) {
 	b.ReportMetric(float64(median(whole).Microseconds())/1000, "ms-ask-median")
 }
 
+// BenchmarkAskFlood asks a shell for 300,000 lines (2 MB) and checks the
+// answer is whole, beside a bare PTY reader of the same command in the
+// same run: the answer is rendered, scrollback included.
+func BenchmarkAskFlood(b *testing.B) {
+	m := newTestEnv(b).manager(b)
+	ctx := context.Background()
+	if _, err := m.Spawn(ctx, SpawnRequest{Name: "sh", Argv: []string{"sh", "-i"}, Env: []string{"PS1=$ "}, Cwd: "/"}); err != nil {
+		b.Fatal(err)
+	}
+	const n = 300000
+	var ask, bare []time.Duration
+	for b.Loop() {
+		res, err := m.Ask(ctx, AskRequest{Name: "sh", Text: fmt.Sprintf("seq 1 %d", n), Timeout: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := strings.Split(res.Answer, "\n")
+		if len(lines) != n || lines[0] != "1" || lines[n-1] != strconv.Itoa(n) || res.Reason != ReasonPrompt {
+			b.Fatalf("answer of %d lines (%q ... %q), %s", len(lines), lines[0], lines[len(lines)-1], res.Reason)
+		}
+		ask = append(ask, res.Elapsed)
+		start := time.Now()
+		bareRead(b, []string{"seq", "1", strconv.Itoa(n)})
+		bare = append(bare, time.Since(start))
+	}
+	b.ReportMetric(float64(median(ask).Microseconds())/1000, "ms-ask")
+	b.ReportMetric(float64(median(bare).Microseconds())/1000, "ms-bare-pty")
+}
+
 const floodLine = "0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // floodCmd prints n bytes as fast as it can.

@@ -890,7 +890,14 @@ func answerReasons(t testing.TB, m *Manager, name string) []string {
 // answer, not the late output of the cancelled one.
 func TestAskCancel(t *testing.T) {
 	t.Parallel()
-	m := newTestEnv(t).manager(t)
+	env := newTestEnv(t)
+	m := env.manager(t)
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(env.opts.StateDir, "sessions", "py", "worker.log"))
+			t.Logf("worker log:\n%s", b)
+		}
+	}()
 	spawn(t, m, "py", "python3", "-i", "-q")
 	ctx := testCtx(t, 60*time.Second)
 	askCtx, cancel := context.WithCancel(ctx)
@@ -934,7 +941,14 @@ func TestAskCancel(t *testing.T) {
 // to do, and the session is untouched: the next ask is right.
 func TestAskBadInput(t *testing.T) {
 	t.Parallel()
-	m := newTestEnv(t).manager(t)
+	env := newTestEnv(t)
+	m := env.manager(t)
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(env.opts.StateDir, "sessions", "py", "worker.log"))
+			t.Logf("worker log:\n%s", b)
+		}
+	}()
 	spawn(t, m, "py", "python3", "-i", "-q")
 	ctx := testCtx(t, 60*time.Second)
 	for _, tc := range []struct {
