@@ -73,6 +73,7 @@ func verbs() []verb {
 	vs := append([]verb{versionVerb(), helloVerb()}, sessionVerbs()...)
 	vs = append(vs, screenVerbs()...)
 	vs = append(vs, channelVerbs()...)
+	vs = append(vs, mcpVerb())
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
 	return vs
 }
@@ -134,6 +135,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if errors.Is(err, errPrinted) {
 		return wire.ExitOK
+	}
+	var es exitStatus
+	if errors.As(err, &es) {
+		return int(es)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {
