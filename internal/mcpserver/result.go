@@ -189,7 +189,15 @@ func addTools(srv *mcp.Server, tools []tool) {
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && !slices.Contains(names, ct.Params.Name) {
 				return nil, malformed("unknown tool %q; this server has %s", ct.Params.Name, strings.Join(names, ", "))
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			// The SDK lists tools by name; the order given here is the one
+			// a model should reach for them in (look, then act).
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				slices.SortStableFunc(lr.Tools, func(a, b *mcp.Tool) int {
+					return slices.Index(names, a.Name) - slices.Index(names, b.Name)
+				})
+			}
+			return res, err
 		}
 	})
 }

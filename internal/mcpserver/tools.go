@@ -482,9 +482,21 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	}
 	key, _ := json.Marshal(in)
 	t.smu.Lock()
-	seen, shot := t.seen, t.shot
+	seen, shot, lastHash := t.seen, t.shot, t.imageHash
 	allowed := t.guard.allow(string(key))
 	t.smu.Unlock()
+	if !allowed && seen != nil {
+		// The guard is about a screen that does not change: look once more
+		// before refusing, since something else may have changed it.
+		if c, err := t.conn(ctx); err == nil {
+			if s, err := c.Screenshot(ctx, shot); err == nil && sha256.Sum256(s.Image) != lastHash {
+				t.smu.Lock()
+				t.guard.reset()
+				t.smu.Unlock()
+				allowed = true
+			}
+		}
+	}
 	if !allowed {
 		return refusal(string(wire.CodeRefused), fmt.Sprintf("loop guard: this is the %s batch in a row with the same actions, and the screen did not change after the last %d. "+
 			"Take a screenshot and look again, or change approach (other coordinates, a key instead of a click, another tool)", ordinal(loopGuardLimit+1), loopGuardLimit), false, nil)
