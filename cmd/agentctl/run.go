@@ -74,7 +74,7 @@ func verbs() []verb {
 	vs := append([]verb{versionVerb(), helloVerb()}, sessionVerbs()...)
 	vs = append(vs, screenVerbs()...)
 	vs = append(vs, channelVerbs()...)
-	vs = append(vs, mcpVerb())
+	vs = append(vs, mcpVerb(), serveVerb())
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
 	return vs
 }
