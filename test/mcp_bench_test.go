@@ -96,10 +96,10 @@ func BenchmarkMoves96OneConnection(b *testing.B) {
 	}
 
 	cs := benchMCP(b, h)
-	callOK(b, cs, "screenshot", nil) // act's coordinates are in its 1280x720 space
+	callOK(b, cs, "screenshot", nil) // act's coordinates are in its 1024x576 space
 	var mcpArgs []map[string]any
 	for k := 0; k < 4; k++ {
-		mcpArgs = append(mcpArgs, map[string]any{"actions": batch(k, 2.0/3), "observe": false})
+		mcpArgs = append(mcpArgs, map[string]any{"actions": batch(k, 1024.0/1920), "observe": false})
 	}
 
 	runs := []struct {
@@ -156,7 +156,7 @@ func BenchmarkMoves96OneConnection(b *testing.B) {
 
 // BenchmarkClickThenObserveMCP is a model's loop through `agentctl mcp`:
 // one tools/call act that clicks, then returns the observation with its
-// image (JPEG, scaled to 1280x720), on the busy 1920x1080 picture. A small
+// image (JPEG, scaled to 1024x576), on the busy 1920x1080 picture. A small
 // xterm printing the time every few milliseconds sits on top, so every
 // observation differs from the last and carries a fresh image (a screen
 // that did not change would come back as "unchanged", without one). The
@@ -179,11 +179,11 @@ func BenchmarkClickThenObserveMCP(b *testing.B) {
 		return srv.Command("xdotool", "search", "--sync", "--class", "xterm", "windowraise").Run() == nil
 	})
 	cs := benchMCP(b, h)
-	callOK(b, cs, "screenshot", nil) // the 1280x720 space act's coordinates are in
+	callOK(b, cs, "screenshot", nil) // the 1024x576 space act's coordinates are in
 	args := func(i int) map[string]any {
-		// On the xterm (screen 40..284, 40..83 is image 27..189, 27..55),
+		// On the xterm (screen 40..284, 40..83 is image 21..151, 21..44),
 		// a little apart each time so the batches are not repeats.
-		return map[string]any{"settle_ms": settleMS, "actions": []map[string]any{{"kind": "click", "x": 40 + i%100, "y": 40}}}
+		return map[string]any{"settle_ms": settleMS, "actions": []map[string]any{{"kind": "click", "x": 25 + i%100, "y": 30}}}
 	}
 	lat := make([]time.Duration, 0, b.N)
 	var inDaemon, encode []time.Duration

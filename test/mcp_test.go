@@ -198,11 +198,11 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 		t.Fatalf("screenshot content %s, want an image/jpeg block", mustJSON(t, res.Content))
 	}
 	dec, err := jpeg.Decode(bytes.NewReader(img.Data))
-	if err != nil || dec.Bounds().Dx() != 1280 || dec.Bounds().Dy() != 720 {
-		t.Errorf("screenshot image: %v %v, want a 1280x720 JPEG (1920x1080 scaled for a model)", err, dec.Bounds())
+	if err != nil || dec.Bounds().Dx() != 1024 || dec.Bounds().Dy() != 576 {
+		t.Errorf("screenshot image: %v %v, want a 1024x576 JPEG (1920x1080 scaled for a model)", err, dec.Bounds())
 	}
-	if s, _ := sc["scale"].(float64); s < 0.66 || s > 0.67 || sc["width"] != 1280.0 || sc["image"] != nil {
-		t.Errorf("screenshot structured %v, want scale 2/3, width 1280 and no image bytes", sc)
+	if s, _ := sc["scale"].(float64); s < 0.533 || s > 0.534 || sc["width"] != 1024.0 || sc["image"] != nil {
+		t.Errorf("screenshot structured %v, want scale 0.533, width 1024 and no image bytes", sc)
 	}
 
 	// Every acting tool is refused, as an answer that says how to enable it.
@@ -243,15 +243,15 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 	// act's coordinates are the last screenshot's: none yet on this server.
 	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}}, "invalid_params", "take a screenshot first")
 	rw.ok("screenshot", nil)
-	sc, _ = rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 640, "y": 360}}})
+	sc, _ = rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 512, "y": 288}}})
 	if x, y := pointer(t, srv); x != 960 || y != 540 {
-		t.Errorf("move to 640,360 of the 1280x720 image put the pointer at %d,%d, want 960,540 (%v)", x, y, sc)
+		t.Errorf("move to 512,288 of the 1024x576 image put the pointer at %d,%d, want 960,540 (%v)", x, y, sc)
 	}
-	rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 1279, "y": 719}}, "observe": false})
+	rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 1023, "y": 575}}, "observe": false})
 	if x, y := pointer(t, srv); x != 1919 || y != 1079 {
 		t.Errorf("move to the image's last pixel put the pointer at %d,%d, want 1919,1079", x, y)
 	}
-	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1280, "y": 10}}}, "invalid_params", "1280x720", "action 1")
+	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1024, "y": 10}}}, "invalid_params", "1024x576", "action 1")
 	// A screenshot of a region: coordinates follow it.
 	sc, _ = rw.ok("screenshot", map[string]any{"region": map[string]any{"x": 100, "y": 200, "width": 400, "height": 300}, "format": "png"})
 	if sc["scale"] != 1.0 || sc["format"] != "png" {

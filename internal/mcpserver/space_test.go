@@ -13,12 +13,13 @@ import (
 
 func TestFitScaleKeepsImagesInTheModelBox(t *testing.T) {
 	cases := []struct{ w, h, want int }{
-		{1920, 1080, 1280}, // 16:9 is bound by width: 1280x720
-		{1280, 800, 1280},  // exactly the box
-		{1024, 768, 1024},  // inside: unscaled
-		{2560, 1600, 1280}, // 16:10: 1280x800
-		{1600, 1200, 1066}, // 4:3 is bound by height: 1066x800
-		{3840, 1080, 1280}, // two monitors side by side
+		{1920, 1080, 1024}, // 16:9 is bound by width: 1024x576
+		{1024, 768, 1024},  // exactly the box
+		{800, 600, 800},    // inside: unscaled
+		{2560, 1600, 1024}, // 16:10: 1024x640
+		{1600, 1200, 1024}, // 4:3: 1024x768
+		{1280, 1024, 960},  // 5:4 is bound by height: 960x768
+		{3840, 1080, 1024}, // two monitors side by side
 		{300, 200, 300},
 		{0, 100, 0},
 	}

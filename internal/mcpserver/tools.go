@@ -256,7 +256,7 @@ func (t *tools) list() []tool {
 			}, nil)
 		}),
 		typedTool(tool{name: "screenshot", readOnly: true,
-			desc: fmt.Sprintf("Take a screenshot of the X11 screen, returned as an image scaled to fit %dx%d (a whole 1920x1080 screen comes back as 1280x720). "+
+			desc: fmt.Sprintf("Take a screenshot of the X11 screen, returned as an image scaled to fit %dx%d (XGA; a whole 1920x1080 screen comes back as 1024x576). "+
 				"The result's scale is image pixels per screen pixel and area is the part of the screen shown. "+
 				"act takes coordinates in the pixels of the last image this tool (or act) returned, so take one before acting.", modelMaxWidth, modelMaxHeight),
 			args: []arg{{"region", regionSchema, false},
