@@ -353,9 +353,9 @@ func TestMCPWithoutDaemon(t *testing.T) {
 	for _, name := range []string{"list", "screen"} {
 		m.refused(name, nil, "unreachable", "is agentd running?", "systemctl --user start agentd.socket")
 	}
-	// Acting tools still say they are disabled first: that is the answer
-	// whatever the daemon does.
-	m.refused("stop", map[string]any{"name": "x"}, "disabled")
+	// Acting tools say they are disabled, and that agentd is down too.
+	m.refused("stop", map[string]any{"name": "x"}, "disabled", "is agentd running?")
+	m.refused("act", map[string]any{"actions": []map[string]any{{"kind": "key", "key": "a"}}}, "disabled", "is agentd running?")
 	h.startDaemon(nil)
 	m.ok("list", nil)
 }

@@ -279,7 +279,7 @@ func (t *tools) list() []tool {
 				{"cols", map[string]any{"type": "integer", "minimum": 1, "description": "terminal columns (default 120)"}, false},
 				{"rows", map[string]any{"type": "integer", "minimum": 1, "description": "terminal rows (default 40)"}, false}},
 		}, func(ctx context.Context, in spawnIn) *mcp.CallToolResult {
-			if r := t.gate("spawn"); r != nil {
+			if r := t.gate(ctx, "spawn"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Spawn(ctx, wire.SpawnParams(in)) }, nil)
@@ -295,7 +295,7 @@ func (t *tools) list() []tool {
 				{"lock_timeout_ms", map[string]any{"type": "integer", "minimum": 1, "description": "wait this long for another ask on the same session"}, false},
 				{"via", map[string]any{"type": "string", "enum": []string{"auto", "pty", "channel"}, "description": "auto (default): the session's channel when one is bound, else the terminal"}, false}},
 		}, func(ctx context.Context, in askIn) *mcp.CallToolResult {
-			if r := t.gate("ask"); r != nil {
+			if r := t.gate(ctx, "ask"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.AskResult, error) { return c.Ask(ctx, wire.AskParams(in)) },
@@ -308,7 +308,7 @@ func (t *tools) list() []tool {
 				{"text", map[string]any{"type": "string", "description": "text to type, at most 64 KiB; \\n is Enter"}, false},
 				{"keys", map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}, "description": "key names pressed in order, e.g. [\"ctrl+c\"] or [\"up\", \"enter\"]"}, false}},
 		}, func(ctx context.Context, in sendIn) *mcp.CallToolResult {
-			if r := t.gate("send"); r != nil {
+			if r := t.gate(ctx, "send"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (map[string]any, error) {
@@ -321,7 +321,7 @@ func (t *tools) list() []tool {
 				{"signal", map[string]any{"type": "string", "enum": []string{"TERM", "INT", "HUP", "QUIT", "KILL"}, "description": "the first signal (default TERM)"}, false},
 				{"grace_ms", map[string]any{"type": "integer", "minimum": 0, "description": "milliseconds before KILL follows (default 5000)"}, false}},
 		}, func(ctx context.Context, in stopIn) *mcp.CallToolResult {
-			if r := t.gate("stop"); r != nil {
+			if r := t.gate(ctx, "stop"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.ExitResult, error) { return c.Stop(ctx, wire.StopParams(in)) }, nil)
@@ -366,11 +366,20 @@ func actionSchema() map[string]any {
 }
 
 // gate refuses an acting tool on a server started without --yes.
-func (t *tools) gate(name string) *mcp.CallToolResult {
+func (t *tools) gate(ctx context.Context, name string) *mcp.CallToolResult {
 	if t.cfg.Yes {
 		return nil
 	}
-	return refusal(codeDisabled, fmt.Sprintf(disabledReason, name), false, nil)
+	return refusal(codeDisabled, fmt.Sprintf(disabledReason, name)+t.daemonDown(ctx), false, nil)
+}
+
+// daemonDown is a note for a refusal that did not need agentd, saying that
+// agentd cannot be reached either, so every result tells the model.
+func (t *tools) daemonDown(ctx context.Context) string {
+	if _, err := t.conn(ctx); err != nil {
+		return ". Also: " + err.Error()
+	}
+	return ""
 }
 
 // modelShot completes screenshot params for a model: JPEG unless PNG is
@@ -473,10 +482,10 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		reason := fmt.Sprintf(disabledReason, "act")
 		// Say whether the daemon's consent is missing too, so the user
 		// fixes both at once.
-		if c, err := t.conn(ctx); err == nil {
-			if scr, err := c.Screen(ctx); err == nil && !scr.AllowAct {
-				reason += ". agentd does not allow acting on the screen either: it must also be started with --allow-act (or allow_act = true in its config.toml)"
-			}
+		if c, err := t.conn(ctx); err != nil {
+			reason += ". Also: " + err.Error()
+		} else if scr, err := c.Screen(ctx); err == nil && !scr.AllowAct {
+			reason += ". agentd does not allow acting on the screen either: it must also be started with --allow-act (or allow_act = true in its config.toml)"
 		}
 		return refusal(codeDisabled, reason, false, nil)
 	}
