@@ -260,8 +260,18 @@ msg = [n for n in notes if n["method"] == "channel.message"][0]
 assert msg["params"]["message"] == {"hi": "there"}, msg
 send({"id": 5, "method": "agent.status", "params": {"name": "nobody"}})
 assert answer(5)["error"]["code"] == "agent_not_found"
+# A followed log streams beside the requests that follow it.
+send({"id": 6, "method": "agent.logs", "params": {"name": "py", "follow": True}})
+send({"id": 7, "method": "agent.send", "params": {"name": "py", "text": "ping\n"}})
+assert "error" not in answer(7)
+def pinged():
+    return any(n["method"] == "agent.log_event" and "ping" in n["params"].get("data", "") for n in notes)
+while not pinged():
+    notes.append(json.loads(p.stdout.readline()))
+# Closing stdin ends the stream without an answer, and serve exits 0.
 p.stdin.close()
-assert p.stdout.read() == ""
+rest = [json.loads(l) for l in p.stdout.read().splitlines()]
+assert all("id" not in m for m in rest), rest
 assert p.wait() == 0
 print("ok")
 `
