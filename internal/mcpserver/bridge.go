@@ -67,6 +67,7 @@ type captureTransport struct {
 	b     *bridge
 }
 
+// Connect connects the inner transport and keeps the connection.
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err == nil {
