@@ -148,3 +148,13 @@ func TestEveryResultCarriesOK(t *testing.T) {
 		}
 	}
 }
+
+func TestFailedBatchDetailsLoseTheImage(t *testing.T) {
+	err := wire.Errorf(wire.CodeRefused, "kill switch").WithDetails(wire.ActResult{ActionsRun: 2, Outcome: "refused",
+		Observation: &wire.ScreenshotResult{Width: 4, Image: []byte("pixels")}})
+	res := failure(withoutImage(err))
+	b, _ := json.Marshal(res.StructuredContent)
+	if strings.Contains(string(b), `"image"`) || !strings.Contains(string(b), `"actions_run":2`) || !strings.Contains(string(b), `"ok":false`) {
+		t.Errorf("structured content %s, want the details without the image", b)
+	}
+}

@@ -539,7 +539,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	}
 	r, err := c.Act(ctx, p)
 	if err != nil {
-		res := failure(err)
+		res := failure(withoutImage(err))
 		if errors.Is(err, wire.ErrRefused) {
 			// The kill switch or the daemon's consent: say which.
 			if scr, serr := c.Screen(ctx); serr == nil && !scr.AllowAct {
@@ -583,4 +583,20 @@ func ordinal(n int) string {
 		return []string{"first", "second", "third", "fourth", "fifth"}[n-1]
 	}
 	return fmt.Sprintf("%dth", n)
+}
+
+// withoutImage drops the image from a failed batch's details (an ActResult
+// with what was seen): the reason is for the model to read, and an image's
+// base64 in the structured content would only cost it tokens.
+func withoutImage(err error) error {
+	var we *wire.Error
+	if !errors.As(err, &we) || len(we.Details) == 0 {
+		return err
+	}
+	var ar wire.ActResult
+	if json.Unmarshal(we.Details, &ar) != nil || ar.Observation == nil || ar.Observation.Image == nil {
+		return err
+	}
+	ar.Observation.Image = nil
+	return we.WithDetails(ar)
 }
