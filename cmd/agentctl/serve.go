@@ -152,7 +152,7 @@ func (s *server) run(ctx context.Context) error {
 	lines := make(chan inLine)
 	readErr := make(chan error, 1)
 	go func() { readErr <- s.read(lines) }()
-	for n := 1; ; n++ {
+	for {
 		var line inLine
 		select {
 		case line = <-lines:
@@ -170,7 +170,7 @@ func (s *server) run(ctx context.Context) error {
 			wg.Wait()
 			return ctx.Err()
 		}
-		req, id, bad := parseServeLine(n, line)
+		req, id, bad := parseServeLine(line.n, line)
 		if bad != nil {
 			s.write(lineOut{ID: id, Error: bad})
 			continue
@@ -190,6 +190,7 @@ func (s *server) run(ctx context.Context) error {
 // inLine is one line read from stdin: its bytes, or for a line longer
 // than maxServeLine its first idPeek bytes and its length.
 type inLine struct {
+	n    int // its number, counting from 1, blank lines included
 	text []byte
 	long *overlong
 }
@@ -203,10 +204,10 @@ type overlong struct {
 // read sends stdin's lines to lines, one at a time. It returns nil at EOF.
 func (s *server) read(lines chan<- inLine) error {
 	r := bufio.NewReaderSize(s.e.stdin, 64<<10)
-	for {
+	for n := 1; ; n++ {
 		line, long, err := readServeLine(r)
 		if long != nil || len(bytes.TrimSpace(line)) > 0 {
-			lines <- inLine{line, long}
+			lines <- inLine{n, line, long}
 		}
 		if err == io.EOF {
 			return nil
