@@ -321,10 +321,10 @@ func testMCPBridge(t *testing.T, protocolVersion string) {
 	if a.err != nil || a.r.Reason != "reply" || a.r.Answer != "42" || a.r.Name != "cc" {
 		t.Errorf("ask answered %+v %v, want reason reply and 42", a.r, a.err)
 	}
-	// Replying again is an error the tool reports.
+	// Replying again is refused, as an answer with ok false (not an error).
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "reply", Arguments: map[string]any{"ask_id": ev.Meta["ask_id"], "text": "again"}})
-	if err == nil && !res.IsError {
-		t.Errorf("second reply: %+v, want a tool error", res)
+	if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"ok":false`) {
+		t.Errorf("second reply: %+v %v, want a result with ok false", res, err)
 	}
 	if strings.Contains(bridgeErr.String(), "panic") {
 		t.Errorf("bridge stderr: %s", bridgeErr)

@@ -186,63 +186,6 @@ func channelReply(ctx context.Context, e *env, args []string) (any, error) {
 	return c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: pos[0], Text: text})
 }
 
-// acker acknowledges a channel's messages from its own goroutine: the
-// notification callback runs on the client's reader and must not wait for
-// a response. channel.ack is cumulative, so only the highest seq matters.
-type acker struct {
-	c    *wire.Client
-	id   string
-	mu   sync.Mutex
-	want uint64 // highest seq seen
-	done uint64 // highest seq acknowledged
-	wake chan struct{}
-	// acked is told each acknowledged seq (may be nil).
-	acked func(seq uint64)
-}
-
-func newAcker() *acker { return &acker{wake: make(chan struct{}, 1)} }
-
-// saw records that seq was handled; it never blocks.
-func (a *acker) saw(seq uint64) {
-	a.mu.Lock()
-	if seq > a.want {
-		a.want = seq
-	}
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run acknowledges until ctx ends or the connection does.
-func (a *acker) run(ctx context.Context) {
-	for {
-		select {
-		case <-a.wake:
-		case <-ctx.Done():
-			return
-		case <-a.c.Done():
-			return
-		}
-		a.mu.Lock()
-		want, done := a.want, a.done
-		a.mu.Unlock()
-		if want <= done {
-			continue
-		}
-		if _, err := a.c.AckChannel(ctx, a.id, want); err != nil {
-			continue // the connection ended, or the channel did: nothing to acknowledge
-		}
-		a.mu.Lock()
-		a.done = want
-		a.mu.Unlock()
-		if a.acked != nil {
-			a.acked(want)
-		}
-	}
-}
-
 func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 	var p wire.RegisterChannelParams
 	var count int
@@ -261,7 +204,7 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ack := newAcker()
+	ack := wire.NewChannelAcker()
 	var (
 		mu      sync.Mutex
 		printed int
@@ -286,7 +229,7 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 		reached := count > 0 && printed == count
 		mu.Unlock()
 		fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(n.Params))
-		ack.saw(m.Seq)
+		ack.Saw(m.Seq)
 		if reached {
 			close(enough)
 		}
@@ -295,9 +238,8 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	defer c.Close()
-	ack.c = c
 	finished := make(chan struct{})
-	ack.acked = func(seq uint64) {
+	ack.Acked = func(seq uint64) {
 		mu.Lock()
 		last, reached := lastSeq, count > 0 && printed >= count
 		mu.Unlock()
@@ -313,13 +255,13 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ack.id = r.ChannelID
+	ack.Bind(c, r.ChannelID)
 	bound := ""
 	if r.Session != "" {
 		bound = " bound to session " + r.Session
 	}
 	fmt.Fprintf(e.stderr, "listening on channel %s%s\n", r.ChannelID, bound)
-	go ack.run(ctx)
+	go ack.Run(ctx)
 	select {
 	case <-ctx.Done():
 		return nil, errPrinted // interrupted: a normal end

@@ -11,8 +11,14 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// The signal is the context's cause, so run can exit 128+signal (130
+	// for Ctrl-C) after closing the connection, which cancels the call in
+	// the daemon.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() { cancel(interrupted{(<-sigs).(syscall.Signal)}) }()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
 }

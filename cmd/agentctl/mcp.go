@@ -1,100 +1,62 @@
 package main
 
-// agentctl channel mcp: a bridge between agentd's channels and Claude Code.
-//
-// Claude Code starts it as a stdio MCP server inside a session agentd
-// spawned. It declares Claude Code's channel capability ({"claude/channel":
-// {}} among the experimental capabilities), registers a channel bound to
-// $AGENTD_SESSION (or --session) once the MCP client is ready, and
-// turns every channel message into a notifications/claude/channel event
-// with params {content, meta}; it acknowledges each message once the event
-// is written. Its `reply` tool answers an ask that came through the
-// channel. Stdout carries the MCP protocol only; diagnostics go to stderr.
-// When agentd restarts it registers the channel again.
+// agentctl mcp and agentctl channel mcp: the MCP servers live in a binary
+// of their own, agentctl-mcp, which these commands exec. Linking the MCP
+// SDK here would cost every agentctl command its start-up time (about 1 ms
+// of package initialisation, a third of agentctl's whole run); see
+// internal/mcpserver. agentctl checks the command line itself, so usage
+// errors read like every other command's.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"strconv"
-	"sync"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentd/agentd/internal/buildinfo"
-	"github.com/agentd/agentd/pkg/wire"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 )
 
-// claudeChannelMethod is the notification Claude Code's channels read.
-const claudeChannelMethod = "notifications/claude/channel"
+// mcpBinaryName is the MCP servers' binary, installed beside agentctl.
+const mcpBinaryName = "agentctl-mcp"
 
-// claudeChannelCapability is the experimental capability that marks an MCP
-// server as a Claude Code channel.
-const claudeChannelCapability = "claude/channel"
+// exitStatus is the exit status of a program agentctl ran in its place,
+// which has already said what went wrong.
+type exitStatus int
 
-// bridgeInstructions tell Claude what the channel's events are.
-const bridgeInstructions = `Messages from agentd, the local agent-session daemon, arrive as <channel source="agentd" ...> events. ` +
-	`An event whose meta has ask_id is a question someone asked this session with "agentctl ask": answer it by calling the reply tool ` +
-	`with that ask_id and your complete answer as text; the asker waits for exactly that reply. Other events are information pushed by local services.`
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// bridgeRetryMax bounds the wait between attempts to reach agentd.
-const bridgeRetryMax = 5 * time.Second
-
-// replyInput is the reply tool's input.
-type replyInput struct {
-	AskID string `json:"ask_id" jsonschema:"the ask_id of the channel event being answered"`
-	Text  string `json:"text" jsonschema:"the complete answer"`
-}
-
-// replyOutput is the reply tool's structured output.
-type replyOutput struct {
-	AskID   string `json:"ask_id"`
-	Session string `json:"session"`
-}
-
-// bridge is one running `agentctl channel mcp`.
-type bridge struct {
-	socket, session, id string
-	stderr              io.Writer
-
-	connMu sync.Mutex
-	conn   mcp.Connection // the MCP connection, for notifications the SDK has no helper for
-
-	mu     sync.Mutex
-	client *wire.Client // agentd, while connected
-}
-
-// captureTransport hands out the connection its inner transport makes, so
-// the bridge can write notifications the SDK does not know.
-type captureTransport struct {
-	inner mcp.Transport
-	b     *bridge
-}
-
-func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err == nil {
-		t.b.connMu.Lock()
-		t.b.conn = c
-		t.b.connMu.Unlock()
+func mcpVerb() verb {
+	const usage = "[--yes]"
+	return verb{
+		name: "mcp", args: usage,
+		summary: "serve sessions and the screen to a model as MCP tools on stdio (for an MCP config); read-only unless --yes",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			var yes bool
+			pos, after, err := verbFlags("mcp", args, func(fs *flag.FlagSet) {
+				fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, stop, act")
+			})
+			if err != nil {
+				return nil, err
+			}
+			if len(pos) > 0 || len(after) > 0 {
+				return nil, usagef("usage: agentctl mcp %s", usage)
+			}
+			var rest []string
+			if yes {
+				rest = append(rest, "--yes")
+			}
+			return nil, e.execMCP(ctx, rest...)
+		},
 	}
-	return c, err
-}
-
-func (b *bridge) logf(format string, args ...any) {
-	fmt.Fprintf(b.stderr, "agentctl channel mcp: "+format+"\n", args...)
 }
 
 func channelMCP(ctx context.Context, e *env, args []string) (any, error) {
-	b := &bridge{socket: e.socket, stderr: e.stderr}
+	var session, id string
 	pos, _, err := verbFlags("channel mcp", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&b.session, "session", sessionFromEnv(), "the session to bind (default $AGENTD_SESSION)")
-		fs.StringVar(&b.id, "id", "", "the channel id (default: one is made)")
+		fs.StringVar(&session, "session", sessionFromEnv(), "the session to bind (default $AGENTD_SESSION)")
+		fs.StringVar(&id, "id", "", "the channel id (default: one is made)")
 	})
 	if err != nil {
 		return nil, err
@@ -102,234 +64,55 @@ func channelMCP(ctx context.Context, e *env, args []string) (any, error) {
 	if len(pos) != 0 {
 		return nil, usagef("usage: agentctl channel mcp [--session S] [--id ID]")
 	}
-	if b.session == "" {
+	if session == "" {
 		return nil, usagef("channel mcp: no session to bind: run it inside a session agentd started (it sets AGENTD_SESSION), or give --session")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	initialized := make(chan struct{})
-	var once sync.Once
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentd", Version: buildinfo.Version}, &mcp.ServerOptions{
-		Instructions: bridgeInstructions,
-		Capabilities: &mcp.ServerCapabilities{
-			Experimental: map[string]any{claudeChannelCapability: map[string]any{}},
-			Tools:        &mcp.ToolCapabilities{},
-		},
-	})
-	// The client is ready for events after its first message other than
-	// initialize: notifications/initialized in the handshake of protocol
-	// versions up to 2025-11-25, server/discover or a call in later ones.
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "initialize" {
-				once.Do(func() { close(initialized) })
-			}
-			return next(ctx, method, req)
-		}
-	})
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        "reply",
-		Description: "Answer a question that reached you through the agentd channel: give the event's ask_id and your complete answer.",
-	}, b.reply)
-
-	tr := &captureTransport{inner: &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}, b: b}
-	ss, err := srv.Connect(ctx, tr, nil)
-	if err != nil {
-		return nil, fmt.Errorf("start the MCP server: %w", err)
-	}
-	daemonDone := make(chan struct{})
-	go func() {
-		defer close(daemonDone)
-		select {
-		case <-initialized:
-		case <-ctx.Done():
-			return
-		}
-		b.serveDaemon(ctx)
-	}()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- ss.Wait() }()
-	select {
-	case <-ctx.Done():
-		ss.Close()
-		<-waitErr
-	case <-waitErr:
-		// The MCP client went away (stdin closed): the bridge's work is over.
-	}
-	cancel()
-	<-daemonDone
-	return nil, errPrinted
+	return nil, e.execMCP(ctx, "channel", "--session", session, "--id", id)
 }
 
-// nopWriteCloser keeps the MCP transport from closing agentctl's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
-// serveDaemon keeps a channel registered with agentd until ctx ends,
-// connecting again after agentd restarts.
-func (b *bridge) serveDaemon(ctx context.Context) {
-	var backoff time.Duration
-	var lastErr string
-	for ctx.Err() == nil {
-		if backoff > 0 {
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return
-			}
-		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), bridgeRetryMax)
-		registered, err := b.serveOnce(ctx)
-		if registered {
-			backoff, lastErr = 0, ""
-		}
-		// Say each problem once, not at every retry.
-		if err != nil && ctx.Err() == nil && err.Error() != lastErr {
-			lastErr = err.Error()
-			b.logf("%v; retrying until it works", err)
+// mcpBinary finds agentctl-mcp: beside this agentctl (so an install or a
+// build directory stays consistent), else on $PATH.
+func mcpBinary() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), mcpBinaryName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
 		}
 	}
+	if p, err := exec.LookPath(mcpBinaryName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s is not installed beside agentctl (%s) or on $PATH; `make install` installs it with agentctl", mcpBinaryName, filepath.Dir(self))
 }
 
-// serveOnce connects, registers and forwards messages until the
-// connection ends; it reports whether the channel was registered, or why not.
-func (b *bridge) serveOnce(ctx context.Context) (bool, error) {
-	ack := newAcker()
-	c, err := wire.Dial(ctx, b.socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
-		if n.Method != wire.NotifyChannelMessage {
-			return
-		}
-		var m wire.ChannelMessage
-		if err := json.Unmarshal(n.Params, &m); err != nil {
-			b.logf("unreadable channel message: %v", err)
-			return
-		}
-		if err := b.forward(ctx, m); err != nil {
-			b.logf("message %d not passed to Claude Code: %v", m.Seq, err)
-			return
-		}
-		ack.saw(m.Seq)
-	}})
-	if err != nil {
-		return false, err
-	}
-	defer c.Close()
-	ack.c = c
-	r, err := c.RegisterChannel(ctx, wire.RegisterChannelParams{ChannelID: b.id, Session: b.session,
-		Description: "Claude Code bridge (agentctl channel mcp)"})
-	if err != nil {
-		return false, fmt.Errorf("register a channel for session %s: %w", b.session, err)
-	}
-	ack.id = r.ChannelID
-	b.mu.Lock()
-	b.client = c
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.client = nil
-		b.mu.Unlock()
-	}()
-	b.logf("channel %s registered for session %s", r.ChannelID, r.Session)
-	go ack.run(ctx)
-	select {
-	case <-c.Done():
-		b.logf("agentd closed the connection; registering again")
-	case <-ctx.Done():
-	}
-	return true, nil
-}
-
-// forward writes one channel message to Claude Code as a channel event.
-func (b *bridge) forward(ctx context.Context, m wire.ChannelMessage) error {
-	params, err := json.Marshal(channelEvent(m))
+// execMCP runs agentctl-mcp with args in agentctl's place. With the
+// process's own stdio it replaces agentctl (exec), so the MCP client talks
+// to the server directly and signals reach it; otherwise (agentctl driven
+// in-process, as tests do) it runs it as a child and copies.
+func (e *env) execMCP(ctx context.Context, args ...string) error {
+	path, err := mcpBinary()
 	if err != nil {
 		return err
 	}
-	b.connMu.Lock()
-	conn := b.conn
-	b.connMu.Unlock()
-	if conn == nil {
-		return errors.New("the MCP connection is not up")
+	// The sub-command (channel) comes first, then the socket.
+	argv := []string{path}
+	if len(args) > 0 && args[0] == "channel" {
+		argv, args = append(argv, "channel"), args[1:]
 	}
-	return conn.Write(ctx, &jsonrpc.Request{Method: claudeChannelMethod, Params: params})
-}
-
-// claudeChannelParams are the params of notifications/claude/channel.
-type claudeChannelParams struct {
-	Content string            `json:"content"`
-	Meta    map[string]string `json:"meta"`
-}
-
-// channelEvent turns a channel message into Claude Code's event: a JSON
-// string message is the content as it is, an ask is its text, anything
-// else is its JSON text. Meta holds only keys of letters, digits and
-// underscores, which is what Claude Code keeps.
-func channelEvent(m wire.ChannelMessage) claudeChannelParams {
-	meta := map[string]string{
-		"channel_id": m.ChannelID,
-		"seq":        strconv.FormatUint(m.Seq, 10),
-		"from_pid":   strconv.Itoa(m.From.PID),
-		"from_uid":   strconv.Itoa(m.From.UID),
+	argv = append(append(argv, "--socket", e.socket), args...)
+	if e.stdin == os.Stdin && e.stdout == os.Stdout && e.stderr == os.Stderr {
+		return fmt.Errorf("exec %s: %w", path, syscall.Exec(path, argv, os.Environ()))
 	}
-	if m.From.Exe != "" {
-		meta["from_exe"] = m.From.Exe
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitStatus(ee.ExitCode())
 	}
-	if !m.SentAt.IsZero() {
-		meta["sent_at"] = m.SentAt.UTC().Format(time.RFC3339Nano)
-	}
-	content := string(m.Message)
-	var s string
-	var ask wire.ChannelAsk
-	switch {
-	case json.Unmarshal(m.Message, &s) == nil:
-		content = s
-	case json.Unmarshal(m.Message, &ask) == nil && ask.Kind == wire.ChannelAskKind && ask.AskID != "":
-		content = ask.Text
-		meta["kind"] = ask.Kind
-		meta["ask_id"] = ask.AskID
-	}
-	return claudeChannelParams{Content: content, Meta: sanitizeMeta(meta)}
-}
-
-// sanitizeMeta keeps Claude Code's meta keys to [A-Za-z0-9_]: other
-// characters become underscores and keys left empty are dropped.
-func sanitizeMeta(in map[string]string) map[string]string {
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		kb := []byte(k)
-		for i, c := range kb {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-				kb[i] = '_'
-			}
-		}
-		if len(kb) > 0 {
-			out[string(kb)] = v
-		}
-	}
-	return out
-}
-
-// reply is the reply tool: it answers an ask through agentd.
-func (b *bridge) reply(ctx context.Context, _ *mcp.CallToolRequest, in replyInput) (*mcp.CallToolResult, replyOutput, error) {
-	if in.AskID == "" {
-		return nil, replyOutput{}, errors.New("ask_id is missing: copy it from the channel event's meta")
-	}
-	b.mu.Lock()
-	c := b.client
-	b.mu.Unlock()
-	if c == nil {
-		var err error
-		if c, err = wire.Dial(ctx, b.socket, wire.ClientOptions{}); err != nil {
-			return nil, replyOutput{}, err
-		}
-		defer c.Close()
-	}
-	r, err := c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: in.AskID, Text: in.Text})
 	if err != nil {
-		return nil, replyOutput{}, err
+		return err
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "replied to " + r.AskID}}},
-		replyOutput{AskID: r.AskID, Session: r.Session}, nil
+	return errPrinted
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -73,6 +74,7 @@ func verbs() []verb {
 	vs := append([]verb{versionVerb(), helloVerb()}, sessionVerbs()...)
 	vs = append(vs, screenVerbs()...)
 	vs = append(vs, channelVerbs()...)
+	vs = append(vs, mcpVerb(), serveVerb())
 	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
 	return vs
 }
@@ -135,6 +137,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.Is(err, errPrinted) {
 		return wire.ExitOK
 	}
+	var es exitStatus
+	if errors.As(err, &es) {
+		return int(es)
+	}
+	// Interrupted during a call: the connection is closed above, so the
+	// daemon has cancelled the call; exit as a shell expects (130 for
+	// Ctrl-C).
+	var sig interrupted
+	if err != nil && errors.As(context.Cause(ctx), &sig) {
+		e.fail(name, fmt.Errorf("%s: %w; agentd cancelled the call", name, sig))
+		return sig.exit()
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {
 			err = wire.Errorf(wire.CodeTimeout, "no answer within --timeout %s", e.timeout)
@@ -170,9 +184,20 @@ func exitCode(err error) int {
 		return wire.ExitUnreachable
 	case errors.As(err, &we):
 		return we.Code.Info().Exit
+	case errors.Is(err, wire.ErrClosed):
+		// The daemon went away in the middle of the call.
+		return wire.ExitUnreachable
 	}
 	return wire.CodeInternal.Info().Exit
 }
+
+// interrupted is the cause of a context ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+
+// exit is the shell's convention for a process ended by a signal.
+func (i interrupted) exit() int { return 128 + int(i.sig) }
 
 // fail reports err (on stderr, or as a JSON envelope) and returns its exit status.
 func (e *env) fail(command string, err error) int {
@@ -208,7 +233,7 @@ func (e *env) envelope(command string, result any, err error) int {
 		switch {
 		case errors.As(err, &we):
 			ee.Code, ee.Retryable, ee.Details = string(we.Code), we.Retryable, we.Details
-		case errors.As(err, &ue):
+		case errors.As(err, &ue), errors.Is(err, wire.ErrClosed):
 			ee.Code, ee.Retryable = "unreachable", true
 		case errors.As(err, &use):
 			ee.Code = "usage"

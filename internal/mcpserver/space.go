@@ -1,0 +1,117 @@
+package mcpserver
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// The box a screenshot is scaled into for a model: XGA. Models that act on
+// screens are trained and evaluated around that size, and Anthropic
+// recommends it for computer use; clients that send larger screenshots lose
+// about a quarter of their clicks above it, because the model's API resizes
+// the image and the model then points in a space the server does not know.
+// It also keeps the image small, which is most of a click-then-observe
+// round trip: a 1920x1080 screen comes back as 1024x576.
+const (
+	modelMaxWidth  = 1024
+	modelMaxHeight = 768
+)
+
+// fitScale returns the max_width that scales an area of w x h pixels into
+// the model box, keeping its aspect; an area already inside keeps its size.
+func fitScale(w, h int) int {
+	if w <= 0 || h <= 0 {
+		return 0
+	}
+	s := min(1, float64(modelMaxWidth)/float64(w), float64(modelMaxHeight)/float64(h))
+	return max(1, int(math.Floor(float64(w)*s)))
+}
+
+// space is the coordinate space of the last image the model received: its
+// size in image pixels, and where it lies on the screen.
+type space struct {
+	width, height int         // image pixels
+	area          wire.Region // screen pixels the image shows
+	scale         float64     // image pixels per screen pixel
+}
+
+// spaceOf is the space a screenshot's image defines.
+func spaceOf(s *wire.ScreenshotResult) space {
+	return space{width: s.Width, height: s.Height, area: s.Area, scale: s.Scale}
+}
+
+// toScreen converts image point (x, y) to a screen pixel: the screen pixel
+// under the centre of the image pixel, clamped into the area. A point
+// outside the image is an error naming the image's size, so the model
+// learns which space it is in.
+func (sp space) toScreen(n int, kind string, x, y float64) (sx, sy float64, err error) {
+	if math.IsNaN(x) || math.IsNaN(y) || x < 0 || y < 0 || x >= float64(sp.width) || y >= float64(sp.height) {
+		return 0, 0, fmt.Errorf("action %d (%s): point %g,%g is outside the last screenshot, which is %dx%d pixels (x 0 to %d, y 0 to %d); "+
+			"act takes coordinates in that image's pixels", n, kind, x, y, sp.width, sp.height, sp.width-1, sp.height-1)
+	}
+	conv := func(v float64, origin, size int) float64 {
+		s := float64(origin) + math.Round((math.Floor(v)+0.5)/sp.scale-0.5)
+		return math.Min(math.Max(s, float64(origin)), float64(origin+size-1))
+	}
+	if sp.scale <= 0 {
+		return 0, 0, fmt.Errorf("the last screenshot has no usable scale; take a screenshot again")
+	}
+	return conv(x, sp.area.X, sp.area.Width), conv(y, sp.area.Y, sp.area.Height), nil
+}
+
+// toScreenActions returns a copy of actions with every x and y converted
+// from the image space to screen pixels. Actions without coordinates pass
+// unchanged; a coordinate given alone is left for the daemon to refuse.
+func (sp space) toScreenActions(actions []wire.Action) ([]wire.Action, error) {
+	out := make([]wire.Action, len(actions))
+	for i, a := range actions {
+		out[i] = a
+		if a.X == nil || a.Y == nil {
+			continue
+		}
+		x, y, err := sp.toScreen(i+1, a.Kind, *a.X, *a.Y)
+		if err != nil {
+			return nil, err
+		}
+		out[i].X, out[i].Y = &x, &y
+	}
+	return out, nil
+}
+
+// loopGuardLimit is how many batches in a row may repeat the same actions
+// without the screen changing: the next one is refused. A model that
+// clicks the same spot three times and sees nothing happen is stuck, and
+// a fourth identical click only burns its budget (and sometimes the
+// user's data); telling it to look again breaks the loop.
+const loopGuardLimit = 3
+
+// loopGuard counts batches in a row whose actions are the same and after
+// which the screen did not change.
+type loopGuard struct {
+	key    string // the last batch's actions, as the model sent them
+	streak int    // batches in a row with key and an unchanged screen
+}
+
+// allow reports whether a batch with key may run.
+func (g *loopGuard) allow(key string) bool {
+	return key != g.key || g.streak < loopGuardLimit
+}
+
+// ran records a batch that ran; changed is whether its observation showed
+// a change. An unobserved batch counts as unchanged: nothing says it did
+// anything.
+func (g *loopGuard) ran(key string, changed bool) {
+	switch {
+	case changed:
+		g.key, g.streak = key, 0
+	case key == g.key:
+		g.streak++
+	default:
+		g.key, g.streak = key, 1
+	}
+}
+
+// reset forgets the streak: the model looked and the screen had changed.
+func (g *loopGuard) reset() { g.key, g.streak = "", 0 }
