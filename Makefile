@@ -30,6 +30,8 @@ test:
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Tests that measure the heap skip under -race; run them plainly.
 	$(GO) test -count=1 -timeout 5m -run 'TestChannelIdleMemory' ./pkg/daemon
+	# The ask oracle runs sixteen interactive programs; without -race.
+	$(GO) test -count=1 -timeout 5m -run 'TestAskOracle' ./pkg/session
 
 # Benchmarks with the baselines they are judged against; see BENCHMARKS.md.
 bench:

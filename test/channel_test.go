@@ -321,6 +321,14 @@ func testMCPBridge(t *testing.T, protocolVersion string) {
 	if a.err != nil || a.r.Reason != "reply" || a.r.Answer != "42" || a.r.Name != "cc" {
 		t.Errorf("ask answered %+v %v, want reason reply and 42", a.r, a.err)
 	}
+	// The ask through the channel is in the session's log and counter.
+	logs, _, _ := h.agentctl("", "--json", "logs", "cc")
+	if !strings.Contains(logs, `"type":"ask"`) || !strings.Contains(logs, `"reason":"reply"`) {
+		t.Errorf("the channel ask is not in the session's log:\n%s", logs)
+	}
+	if st, _, _ := h.agentctl("", "--json", "status", "cc"); !strings.Contains(st, `"asks":1`) {
+		t.Errorf("asks counter after a channel ask: %s", st)
+	}
 	// Replying again is refused, as an answer with ok false (not an error).
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "reply", Arguments: map[string]any{"ask_id": ev.Meta["ask_id"], "text": "again"}})
 	if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"ok":false`) {

@@ -114,6 +114,13 @@ func TestUsageErrors(t *testing.T) {
 	if !strings.Contains(stderr, "agentctl --help") {
 		t.Errorf("unknown command message %q does not point at --help", stderr)
 	}
+	// An idle of zero would end every ask at once: refused before any call.
+	for _, idle := range []string{"0", "-1s", "soon"} {
+		_, stderr, code := runCtl(t, "", "ask", "py", "1", "--idle", idle)
+		if code != wire.ExitUsage || !strings.Contains(stderr, "-idle") {
+			t.Errorf("ask --idle %s: exit %d, stderr %q; want %d naming --idle", idle, code, stderr, wire.ExitUsage)
+		}
+	}
 }
 
 // TestClientLinksNothingOfTheDaemon keeps agentctl thin: it speaks the wire

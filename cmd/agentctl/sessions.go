@@ -67,6 +67,21 @@ func spawnVerb() verb {
 	}
 }
 
+// positiveDuration parses a flag that must be a duration above zero.
+func positiveDuration(d *time.Duration) func(string) error {
+	return func(s string) error {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration; use a number with a unit, such as 2s or 500ms")
+		}
+		if v <= 0 {
+			return fmt.Errorf("must be above zero, such as 2s; leave the flag out for the default")
+		}
+		*d = v
+		return nil
+	}
+}
+
 func askVerb() verb {
 	const usage = "NAME TEXT|- [--until REGEXP] [--idle DURATION] [--lock-timeout DURATION] [--via auto|pty|channel]"
 	return verb{
@@ -77,7 +92,7 @@ func askVerb() verb {
 			var idle, lock time.Duration
 			pos, after, err := verbFlags("ask", args, func(fs *flag.FlagSet) {
 				fs.StringVar(&p.Until, "until", "", "stop collecting when this regular expression matches")
-				fs.DurationVar(&idle, "idle", 0, "stop collecting after this much quiet")
+				fs.Func("idle", "also end the ask after this much quiet (default: at the program's prompt)", positiveDuration(&idle))
 				fs.DurationVar(&lock, "lock-timeout", 0, "wait this long for another ask on the session")
 				fs.StringVar(&p.Via, "via", "", "auto, pty or channel")
 			})

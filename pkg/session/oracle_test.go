@@ -121,6 +121,9 @@ func oraclePrograms() []oracleProgram {
 }
 
 func TestAskOracle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("slow under the race detector; make test runs it without")
+	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed; .ci/run installs it")
 	}
