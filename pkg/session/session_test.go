@@ -892,12 +892,7 @@ func TestAskCancel(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	m := env.manager(t)
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(env.opts.StateDir, "sessions", "py", "worker.log"))
-			t.Logf("worker log:\n%s", b)
-		}
-	}()
+	logWorkerOnFailure(t, env, "py")
 	spawn(t, m, "py", "python3", "-i", "-q")
 	ctx := testCtx(t, 60*time.Second)
 	askCtx, cancel := context.WithCancel(ctx)
@@ -943,12 +938,7 @@ func TestAskBadInput(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	m := env.manager(t)
-	defer func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(env.opts.StateDir, "sessions", "py", "worker.log"))
-			t.Logf("worker log:\n%s", b)
-		}
-	}()
+	logWorkerOnFailure(t, env, "py")
 	spawn(t, m, "py", "python3", "-i", "-q")
 	ctx := testCtx(t, 60*time.Second)
 	for _, tc := range []struct {
@@ -991,4 +981,15 @@ func TestAskBadInput(t *testing.T) {
 	if !errors.Is(err, ErrInvalidStatus) || !strings.Contains(err.Error(), "exiting") {
 		t.Errorf("ask of an exiting session: got %v, want ErrInvalidStatus naming the status", err)
 	}
+}
+
+// logWorkerOnFailure shows a session's worker log when the test fails: an
+// ask's decisions are logged there.
+func logWorkerOnFailure(t *testing.T, env *testEnv, name string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(env.opts.StateDir, "sessions", name, "worker.log"))
+			t.Logf("worker log of %s:\n%s", name, b)
+		}
+	})
 }
