@@ -25,14 +25,7 @@ var scrollRegionRE = regexp.MustCompile(`\x1b\[(\d*)(?:;(\d*))?r`)
 // the last rows+1 lines, or data itself when that is not safe or not worth
 // it.
 func compactPlain(data []byte, rows int) []byte {
-	start := 0
-	for i := len(data) - 1; i >= 0; i-- {
-		c := data[i]
-		if c < 0x20 && c != '\r' && c != '\n' && c != '\t' && c != '\b' || c == 0x7f {
-			start = i + 1
-			break
-		}
-	}
+	start := plainRunStart(data)
 	tail := data[start:]
 	// Find the (rows+1)th CRLF from the end of the tail.
 	need := rows + 1

@@ -48,18 +48,11 @@ const (
 	// confirmWindow is how long an ask waits for any reaction to its Enter
 	// before it sends Enter once more.
 	confirmWindow = time.Second
-	// echoWindow is how long an ask waits for the echo of its text before it
-	// sends Enter anyway: some programs mistake an Enter that arrives inside
-	// a paste burst for part of the paste.
-	echoWindow = 200 * time.Millisecond
 	// settleQuiet is the quiet an ask waits for before it types, so it does
 	// not type into a program still printing; settleMax bounds that wait
 	// for programs that never stop (spinners, clocks).
 	settleQuiet = 150 * time.Millisecond
 	settleMax   = 3 * time.Second
-	// maxCollect bounds the output an ask keeps for its answer; the rest
-	// stays in the event log.
-	maxCollect = 4 << 20
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
