@@ -346,19 +346,15 @@ func (in *inputRun) bind(syms []uint32) error {
 	return in.x.sync()
 }
 
-// unbindAll restores the spare keycodes to no symbols, after giving clients
-// time to look up the keys already sent with the bindings in place.
+// unbindAll restores the spare keycodes to no symbols, once the client has
+// handled the keys already sent with the bindings in place.
 func (in *inputRun) unbindAll() error {
 	if len(in.bound) == 0 || !in.x.alive() {
 		return nil
 	}
-	if err := in.x.sync(); err != nil {
+	if err := in.awaitClient(); err != nil {
 		return err
 	}
-	if wait := in.settle() - time.Since(in.lastKey); wait > 0 {
-		time.Sleep(wait)
-	}
-	in.strokes = 0
 	for _, code := range in.bound {
 		orig := in.orig[code]
 		delete(in.orig, code)
@@ -370,6 +366,43 @@ func (in *inputRun) unbindAll() error {
 	}
 	clear(in.bound)
 	return in.x.sync()
+}
+
+// awaitClient returns once the client receiving our keys has handled every
+// event sent so far, so that the keycodes those events used may change (see
+// keyclient.go). When the client cannot be watched it waits the timed
+// settle instead.
+func (in *inputRun) awaitClient() error {
+	if err := in.x.sync(); err != nil {
+		return err
+	}
+	defer func() { in.strokes = 0 }()
+	if pid := in.x.keyClientPID(); pid != 0 {
+		// Idle twice in a row: a toolkit may hand events from a reader
+		// thread to its main thread, which sleeps until told.
+		deadline := time.Now().Add(maxClientWait)
+		for idle := 0; idle < 2; {
+			switch readClientState(pid) {
+			case clientIdle:
+				idle++
+			case clientBusy:
+				idle = 0
+			default:
+				pid = 0
+			}
+			if pid == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(clientPoll)
+		}
+		if pid != 0 {
+			return nil
+		}
+	}
+	if wait := in.settle() - time.Since(in.lastKey); wait > 0 {
+		time.Sleep(wait)
+	}
+	return nil
 }
 
 // settle is how long to leave the bindings in place after the last key:

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,38 +137,104 @@ func ptr[T any](v T) *T { return &v }
 var _ = errors.Is
 var _ = strings.Contains
 
-// TestTypeManyDistinct types more distinct missing characters than there are
-// keycodes to borrow, so bindings are recycled within one type action.
-func TestTypeManyDistinct(t *testing.T) {
-	t.Parallel()
-	srv := startX(t)
-	s := newScreen(t, srv, true)
-	file := filepath.Join(t.TempDir(), "typed.txt")
-	cmd := startXterm(t, srv, s, "many", file)
+// manyDistinct returns n distinct characters that no layout has all of:
+// CJK, Cyrillic, Greek, Latin-1, arrows, maths and emoji, mixed so that
+// every chunk of bindings holds several scripts, in lines of 60.
+func manyDistinct(n int) string {
+	ranges := [][2]rune{{0x4e00, 0x4fff}, {0x410, 0x44f}, {0x391, 0x3a9}, {0x3b1, 0x3c9},
+		{0xc0, 0xff}, {0x2190, 0x21ff}, {0x2200, 0x22ff}, {0x1f600, 0x1f64f}}
+	var pools [][]rune
+	for _, rg := range ranges {
+		var p []rune
+		for r := rg[0]; r <= rg[1]; r++ {
+			if r != 0x3a2 && r != 0xd7 && r != 0xf7 { // unassigned Greek, and × ÷ which some layouts have
+				p = append(p, r)
+			}
+		}
+		pools = append(pools, p)
+	}
 	var b strings.Builder
-	for i := range 300 {
-		b.WriteRune(rune(0x4e00 + i*7))
-		if i%60 == 59 {
-			b.WriteByte('\n')
+	for i := 0; i < n; {
+		for k := range pools {
+			if i == n || len(pools[k]) == 0 {
+				continue
+			}
+			b.WriteRune(pools[k][0])
+			pools[k] = pools[k][1:]
+			i++
+			if i%60 == 0 {
+				b.WriteByte('\n')
+			}
 		}
 	}
-	text := b.String()
-	res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
-		{Kind: "focus", Application: "many"},
-		{Kind: "type", Text: &text},
-		{Kind: "key", Key: "ctrl+d"},
-	}, Observe: ptr(false)})
-	if err != nil {
-		t.Fatalf("act: %v (ran %d)", err, res.ActionsRun)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// cpuHogs keeps n processes spinning for the rest of the test: typing must
+// be exact on a busy machine, where the terminal falls behind the keys.
+func cpuHogs(t *testing.T, n int) {
+	for range n {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
 	}
-	waitExit(t, cmd, 20*time.Second)
-	got, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestTypeManyDistinct types 900 distinct characters, several times more
+// than there are keycodes to borrow, so bindings are recycled within one
+// type action, under four layouts while two CPU hogs run.
+func TestTypeManyDistinct(t *testing.T) {
+	t.Parallel()
+	text := manyDistinct(900)
+	if n := len([]rune(text)); n < 900 {
+		t.Fatalf("only %d characters", n)
 	}
-	if string(got) != text {
-		t.Errorf("typed text differs\n got: %q\nwant: %q", got, text)
+	cpuHogs(t, 2)
+	for _, layout := range []string{"us", "de", "fr", "ru"} {
+		t.Run(layout, func(t *testing.T) {
+			t.Parallel()
+			srv := startX(t)
+			if out, err := srv.Command("setxkbmap", "-display", srv.Display, layout).CombinedOutput(); err != nil {
+				t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
+			}
+			s := newScreen(t, srv, true)
+			await(t, 10*time.Second, "keyboard layout "+layout, func() bool {
+				return s.Info(ctxT(t)).KeyboardLayout == layout
+			})
+			file := filepath.Join(t.TempDir(), "typed.txt")
+			cmd := startXterm(t, srv, s, "many", file)
+			res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+				{Kind: "focus", Application: "many"},
+				{Kind: "type", Text: &text},
+				{Kind: "key", Key: "ctrl+d"},
+			}, Observe: ptr(false)})
+			if err != nil {
+				t.Fatalf("act: %v (ran %d)", err, res.ActionsRun)
+			}
+			waitExit(t, cmd, 20*time.Second)
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != text {
+				t.Errorf("typed text differs under %s: %s", layout, firstDifference(string(got), text))
+			}
+			t.Logf("typed %d characters in %v", len([]rune(text)), res.Duration)
+			assertKeymapRestored(t, s)
+		})
 	}
-	t.Logf("typed %d characters in %v", len([]rune(text)), res.Duration)
-	assertKeymapRestored(t, s)
+}
+
+// firstDifference describes where got first departs from want.
+func firstDifference(got, want string) string {
+	g, w := []rune(got), []rune(want)
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	excerpt := func(r []rune) string { return string(r[i:min(len(r), i+20)]) }
+	return fmt.Sprintf("%d of %d characters right, then got %q, want %q", i, len(w), excerpt(g), excerpt(w))
 }

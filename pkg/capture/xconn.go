@@ -50,6 +50,7 @@ type xconn struct {
 	xtestWhy string
 	xkbOK    bool
 	randrOK  bool
+	resOK    bool // X-Resource: which process owns a window (keyclient.go)
 
 	atoms atoms
 
@@ -161,6 +162,7 @@ func (x *xconn) setup(network string) error {
 		x.xtestWhy = "the X server does not offer XTEST; input is impossible"
 	}
 	x.randrOK, x.xkbOK = randrOK, xkbOK
+	x.resOK = network == "unix" && x.extension("X-Resource")
 	names := []string{"_NET_ACTIVE_WINDOW", "_NET_WM_NAME", "UTF8_STRING", "_XKB_RULES_NAMES",
 		"_NET_CLIENT_LIST", "_NET_SUPPORTING_WM_CHECK", "WM_CLASS", "WM_NAME"}
 	cookies := make([]xproto.InternAtomCookie, len(names))
