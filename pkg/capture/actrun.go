@@ -157,6 +157,9 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
 	err = r.run(batch, res)
 	r.in.releaseAll()
+	if cerr := r.in.resumeCapsLock(); err == nil {
+		err = cerr
+	}
 	if err == nil && batch.Observe {
 		err = r.sleep(time.Duration(batch.SettleMS)*time.Millisecond, 0)
 	}
@@ -312,9 +315,15 @@ func (r *batchRun) do(a Action) error {
 		}
 		return in.buttonUp(a.Button)
 	case KindType:
+		if err := in.suspendCapsLock(); err != nil {
+			return err
+		}
 		where := fmt.Sprintf("during action %d (type)", a.Number)
 		return in.typeText(a.Text, func() error { return r.stop(where) })
 	case KindKey:
+		if err := in.suspendCapsLock(); err != nil {
+			return err
+		}
 		return in.key(a)
 	case KindScroll:
 		if a.HasAt {

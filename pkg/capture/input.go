@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/xgb/xproto"
 	"github.com/BurntSushi/xgb/xtest"
@@ -172,8 +173,8 @@ func borrowable(syms []xproto.Keysym) int {
 type inputRun struct {
 	x       *xconn
 	kb      *keyboard
-	pressed []pressedInput // in press order
-	bound   map[uint32]xproto.Keycode
+	pressed []pressedInput                     // in press order
+	bound   map[uint32]keyPos                  // keysyms on borrowed keycodes
 	orig    map[xproto.Keycode][]xproto.Keysym // what bound keycodes held before
 	free    []xproto.Keycode                   // spare keycodes not bound yet
 	lastKey time.Time
@@ -181,6 +182,10 @@ type inputRun struct {
 	sent    int // events since the last round trip
 	// held modifier levels while typing
 	shiftHeld, lvl3Held bool
+	// capsLock is the Caps Lock key pressed to turn it off for the batch,
+	// to be pressed again at its end; 0 when Caps Lock was off.
+	capsLock    xproto.Keycode
+	capsChecked bool
 }
 
 type pressedInput struct {
@@ -189,7 +194,7 @@ type pressedInput struct {
 }
 
 func newInputRun(x *xconn) *inputRun {
-	return &inputRun{x: x, bound: map[uint32]xproto.Keycode{}, orig: map[xproto.Keycode][]xproto.Keysym{}}
+	return &inputRun{x: x, bound: map[uint32]keyPos{}, orig: map[xproto.Keycode][]xproto.Keysym{}}
 }
 
 // refresh reloads the keymap when it changed (or was never read).
@@ -204,13 +209,7 @@ func (in *inputRun) refresh() error {
 	in.kb = kb
 	in.free = in.free[:0]
 	for _, c := range kb.spare {
-		used := false
-		for _, b := range in.bound {
-			if b == c {
-				used = true
-			}
-		}
-		if !used {
+		if _, used := in.orig[c]; !used {
 			in.free = append(in.free, c)
 		}
 	}
@@ -283,6 +282,53 @@ func (in *inputRun) releaseAll() {
 	in.shiftHeld, in.lvl3Held = false, false
 }
 
+// suspendCapsLock turns Caps Lock off for the batch when it is on: it would
+// turn the case of every letter typed through the layout's keys. Num Lock
+// needs nothing: text is never typed through keypad keys. resumeCapsLock
+// turns it back on.
+func (in *inputRun) suspendCapsLock() error {
+	if in.capsChecked {
+		return nil
+	}
+	in.capsChecked = true
+	_, mask, err := in.x.pointer()
+	if err != nil || mask&xproto.ModMaskLock == 0 {
+		return err
+	}
+	if err := in.refresh(); err != nil {
+		return err
+	}
+	p, ok := in.kb.byKeysym[ksCapsLock]
+	if !ok {
+		if p, ok = in.kb.byKeysym[ksShiftLock]; !ok {
+			return fmt.Errorf("caps lock is on and the keymap has no Caps Lock key to turn it off; turn it off and retry")
+		}
+	}
+	if err := in.tap(p.code); err != nil {
+		return err
+	}
+	in.capsLock = p.code
+	return nil
+}
+
+// resumeCapsLock turns Caps Lock back on if the batch turned it off.
+func (in *inputRun) resumeCapsLock() error {
+	if in.capsLock == 0 || !in.x.alive() {
+		return nil
+	}
+	code := in.capsLock
+	in.capsLock = 0
+	return in.tap(code)
+}
+
+// tap presses and releases a key.
+func (in *inputRun) tap(code xproto.Keycode) error {
+	if err := in.press(code); err != nil {
+		return err
+	}
+	return in.release(code)
+}
+
 // setLevel holds exactly the modifiers a key level needs.
 func (in *inputRun) setLevel(level int) error {
 	wantShift := level == levelShift || level == levelThreeShift
@@ -319,8 +365,8 @@ func (in *inputRun) setLevel(level int) error {
 
 // lookup finds the key for a keysym typed as rune r (0 for none).
 func (in *inputRun) lookup(ks uint32, r rune) (keyPos, bool) {
-	if code, ok := in.bound[ks]; ok {
-		return keyPos{code, levelPlain}, true
+	if p, ok := in.bound[ks]; ok {
+		return p, true
 	}
 	if r != 0 && ks != ksReturn && ks != ksTab {
 		p, ok := in.kb.byRune[r]
@@ -330,33 +376,47 @@ func (in *inputRun) lookup(ks uint32, r rune) (keyPos, bool) {
 	return p, ok
 }
 
-// bind puts keysyms on spare keycodes. The caller made sure they fit.
+// bind puts keysyms on spare keycodes, one per keycode on every level, so
+// that no modifier held changes what they type. The caller made sure they
+// fit.
 func (in *inputRun) bind(syms []uint32) error {
 	for _, ks := range syms {
-		code := in.free[0]
-		in.free = in.free[1:]
-		list := make([]xproto.Keysym, in.kb.perCode)
-		for i := range list {
-			list[i] = xproto.Keysym(ks)
-		}
-		in.orig[code] = in.kb.syms[code]
-		xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), list)
-		in.bound[ks] = code
+		in.bindLevels(ks, ks)
 	}
 	return in.x.sync()
+}
+
+// bindLevels puts plain on the first level of a spare keycode and shifted on
+// the second (in both groups), like a letter key: a letter the layout lacks
+// still answers to shift.
+func (in *inputRun) bindLevels(plain, shifted uint32) {
+	code := in.free[0]
+	in.free = in.free[1:]
+	list := make([]xproto.Keysym, in.kb.perCode)
+	for i := range list {
+		list[i] = xproto.Keysym(plain)
+		if i%2 == 1 && i < 4 { // columns 1 and 3: group 1 and 2, level 2
+			list[i] = xproto.Keysym(shifted)
+		}
+	}
+	in.orig[code] = in.kb.syms[code]
+	xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), list)
+	in.bound[plain] = keyPos{code, levelPlain}
+	if shifted != plain {
+		in.bound[shifted] = keyPos{code, levelShift}
+	}
 }
 
 // unbindAll restores the spare keycodes to no symbols, once the client has
 // handled the keys already sent with the bindings in place.
 func (in *inputRun) unbindAll() error {
-	if len(in.bound) == 0 || !in.x.alive() {
+	if len(in.orig) == 0 || !in.x.alive() {
 		return nil
 	}
 	if err := in.awaitClient(); err != nil {
 		return err
 	}
-	for _, code := range in.bound {
-		orig := in.orig[code]
+	for code, orig := range in.orig {
 		delete(in.orig, code)
 		if len(orig) != in.kb.perCode {
 			orig = make([]xproto.Keysym, in.kb.perCode)
@@ -457,7 +517,7 @@ func (in *inputRun) typeText(s string, stop func() error) error {
 			need = append(need, st.ks)
 		}
 		if j == i {
-			if len(in.bound) == 0 {
+			if len(in.orig) == 0 {
 				return fmt.Errorf("the keymap has no spare keycode to bind %U to", strokes[i].r)
 			}
 			if err := in.setLevel(levelPlain); err != nil {
@@ -532,7 +592,14 @@ func (in *inputRun) key(a Action) error {
 		}
 	}
 	if len(missing) > 0 {
-		if err := in.bind(missing); err != nil {
+		for _, ks := range missing {
+			if lower, upper, ok := casePair(r); ok && ks == a.Keysym {
+				in.bindLevels(lower, upper)
+				continue
+			}
+			in.bindLevels(ks, ks)
+		}
+		if err := in.x.sync(); err != nil {
 			return err
 		}
 	}
@@ -574,4 +641,16 @@ func (in *inputRun) key(a Action) error {
 		}
 	}
 	return in.x.sync()
+}
+
+// casePair gives the keysyms of r's lower and upper case, for a key the
+// layout lacks: bound on two levels, it answers to shift like a letter key.
+func casePair(r rune) (lower, upper uint32, ok bool) {
+	lo, up := unicode.ToLower(r), unicode.ToUpper(r)
+	if r == 0 || lo == up {
+		return 0, 0, false
+	}
+	lower, ok1 := runeKeysym(lo)
+	upper, ok2 := runeKeysym(up)
+	return lower, upper, ok1 && ok2
 }

@@ -22,7 +22,7 @@ func TestSyscallState(t *testing.T) {
 		{"7 0x7ffc92bdc0c0 0x1 0x1f4 0x0 0x0 0x0 0x7ffc92bdc098 0x7f839d523230", clientIdle},            // one descriptor and a timer
 		{"271 0x7ffc92bdc0c0 0x1 0x0 0x0 0x8 0x0 0x7ffc92bdc098 0x7f839d523230", clientBusy},            // ppoll, no timeout
 		{"202 0x7f0 0x80 0x0 0x0 0x0 0x0 0x7ffc 0x7f83", clientBusy},                                    // futex
-		{"-1 0x0 0x0", clientUnknown},                                                                   // exiting
+		{"-1 0x0 0x0", clientUnknown}, // exiting
 		{"", clientUnknown},
 	} {
 		if got := syscallState(c.line); got != c.want {

@@ -25,12 +25,13 @@ const (
 	ksInsert         = 0xff63
 	ksF1             = 0xffbe
 	ksShiftL         = 0xffe1
+	ksCapsLock       = 0xffe5
+	ksShiftLock      = 0xffe6
 	ksControlL       = 0xffe3
 	ksAltL           = 0xffe9
 	ksSuperL         = 0xffeb
 	ksISOLevel3Shift = 0xfe03
 	ksModeSwitch     = 0xff7e
-	ksEuroSign       = 0x20ac
 	ksUnicodeBase    = 0x01000000
 )
 
@@ -155,6 +156,8 @@ func runeKeysym(r rune) (uint32, bool) {
 	}
 }
 
+//go:generate go run gen_keysyms.go
+
 // keysymRune is the character a keysym types, for finding characters in the
 // keymap; 0 for keys that type none.
 func keysymRune(ks uint32) rune {
@@ -166,8 +169,6 @@ func keysymRune(ks uint32) rune {
 		if r >= 0x100 && r <= utf8.MaxRune {
 			return r
 		}
-	case ks == ksEuroSign:
-		return '€'
 	}
-	return 0
+	return legacyKeysymRunes[ks]
 }
