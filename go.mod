@@ -38,3 +38,7 @@ require (
 	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+// BurntSushi/xgb at the version above, patched so that a closed connection
+// leaves no goroutine behind; see third_party/README.md.
+replace github.com/BurntSushi/xgb => ./third_party/xgb

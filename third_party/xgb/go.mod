@@ -1,0 +1,3 @@
+module github.com/BurntSushi/xgb
+
+go 1.13
