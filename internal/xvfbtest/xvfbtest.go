@@ -121,6 +121,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server ignores SIGTERM
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -134,6 +135,14 @@ func (s *Server) Stop() {
 	_ = os.Remove(s.SocketPath())
 	_ = os.Remove(fmt.Sprintf("/tmp/.X%d-lock", s.Num))
 }
+
+// Pause stops the server with SIGSTOP: its socket stays and the kernel
+// still accepts connections, but nothing is answered, like a hung server.
+// Resume continues it.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart stops the server and starts a new one on the same display number.
 func (s *Server) Restart(tb testing.TB) {

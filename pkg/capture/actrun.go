@@ -135,6 +135,9 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	}
 	screen, err := x.screenRect()
 	if err != nil {
+		if errors.Is(x.sock.Err(), errXHung) {
+			return fmt.Errorf("%w: the X server at DISPLAY %s stopped answering before the batch began; the connection is replaced", ErrTimeout, x.display)
+		}
 		return err
 	}
 	batch, err := ParseBatch(req.Actions, req.Observe, req.SettleMS, screen)
@@ -154,6 +157,7 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 
 	bctx, cancel := context.WithTimeoutCause(ctx, res.Budget, errBudget)
 	defer cancel()
+	defer x.guard(bctx, hungGrace)()
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
 	err = r.run(batch, res)
 	r.in.releaseAll()
@@ -186,6 +190,11 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 }
 
 var errBudget = errors.New("time budget exceeded")
+
+// hungGrace is how long past its budget a batch waits for an X server that
+// does not answer before the connection is killed (see xconn.guard); the
+// connection's watchdog usually finds a hung server sooner.
+const hungGrace = 500 * time.Millisecond
 
 // batchRun is the state of one running batch.
 type batchRun struct {
@@ -249,7 +258,10 @@ func (r *batchRun) stop(where string) error {
 
 // explain turns a context error into the batch's error.
 func (r *batchRun) explain(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(r.ctx), errBudget) {
+	if errors.Is(r.x.sock.Err(), errXHung) {
+		return fmt.Errorf("%w: the X server at DISPLAY %s stopped answering during action %d; the connection is replaced", ErrTimeout, r.x.display, r.number)
+	}
+	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errBudget) {
 		return fmt.Errorf("%w: the batch ran past its time budget at action %d; split it into smaller batches", ErrTimeout, r.number)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -128,11 +129,48 @@ func dialX(display string) (*xconn, error) {
 	_ = nc.SetDeadline(time.Time{})
 	x := &xconn{c: c, sock: sock, display: display, screen: screenNum, events: make(chan struct{})}
 	go x.readEvents()
+	go x.watchdog()
 	if err := x.setup(network); err != nil {
 		x.close()
 		return nil, err
 	}
 	return x, nil
+}
+
+// Liveness of the X server (see watchdog).
+const (
+	pingEvery = time.Second
+	hungAfter = 3 * time.Second
+)
+
+// watchdog kills the connection when the server stops answering. xgb's
+// replies have no deadline, so every caller of a hung server (stopped, or
+// alive but wedged) would otherwise wait forever. Once a second, when
+// requests are unanswered, it makes a round trip of its own and gives it
+// hungAfter; a live server answers in milliseconds even on a busy machine.
+// Killing answers every request in flight with an error (see xsock), and
+// the Screen dials a new connection. It ends with the connection.
+func (x *xconn) watchdog() {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.sock.Dead():
+			return
+		case <-t.C:
+		}
+		if !x.sock.unanswered() || !x.use.TryRLock() {
+			continue
+		}
+		if x.closed {
+			x.use.RUnlock()
+			return
+		}
+		kill := time.AfterFunc(hungAfter, func() { x.sock.Kill(errXHung) })
+		_, _ = xproto.GetInputFocus(x.c).Reply()
+		kill.Stop()
+		x.use.RUnlock()
+	}
 }
 
 func (x *xconn) setup(network string) error {
@@ -259,11 +297,39 @@ func (x *xconn) alive() bool {
 	}
 }
 
+// errXHung is why a connection was killed by guard or the watchdog.
+var errXHung = errors.New("it stopped answering")
+
+// guard kills the connection when ctx ends and release has not been called
+// within grace. A hung X server (stopped, or alive but not answering) would
+// otherwise hold the caller in a round trip forever, since xgb's replies
+// have no deadline. Killing the socket answers every request in flight with
+// an error at once (see xsock), and the Screen dials a new connection.
+func (x *xconn) guard(ctx context.Context, grace time.Duration) (release func()) {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			x.sock.Kill(errXHung)
+		}
+	})
+	return func() {
+		stop()
+		close(done)
+	}
+}
+
 // fail turns an error from a request into ErrUnavailable when the server has
 // gone away, and names the request otherwise.
 func (x *xconn) fail(err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(x.sock.Err(), errXHung) {
+		return fmt.Errorf("%w: the X server at DISPLAY %s stopped answering; the connection is replaced", ErrUnavailable, x.display)
 	}
 	if !x.alive() {
 		return fmt.Errorf("%w: the X server at DISPLAY %s went away (%v)", ErrUnavailable, x.display, x.sock.Err())

@@ -87,6 +87,14 @@ func (s *xsock) drained() {
 	}
 }
 
+// unanswered reports whether requests were written since the server's last
+// reply or error (void requests included: a round trip settles them).
+func (s *xsock) unanswered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.isDead && !s.inSetup && s.written != s.answered
+}
+
 // Kill makes the socket behave as if the server went away.
 func (s *xsock) Kill(err error) {
 	s.mu.Lock()
