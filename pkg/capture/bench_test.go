@@ -151,3 +151,36 @@ func BenchmarkType(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTypeDistinct compares typing 1000 distinct characters that no
+// layout has (CJK, Cyrillic, Greek, arrows, emoji…) into xterm with xdotool
+// type on the same text: every character needs a borrowed keycode, and
+// ours recycles them about ten times. Run it with CPU hogs to see it under
+// load; TestTypeManyDistinct checks the text arrives intact.
+func BenchmarkTypeDistinct(b *testing.B) {
+	srv := startX(b)
+	s := newScreen(b, srv, true)
+	startXterm(b, srv, s, "bench", filepath.Join(b.TempDir(), "typed.txt"))
+	text := strings.ReplaceAll(manyDistinct(1000), "\n", "")
+	focus := []RawAction{{Kind: "focus", Application: "bench"}}
+	if _, err := s.Act(ctxT(b), ActRequest{Actions: focus, Observe: ptr(false)}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ours", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Act(ctxT(b), ActRequest{Actions: []RawAction{{Kind: "type", Text: &text}}, Observe: ptr(false)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("xdotool", func(b *testing.B) {
+		if _, err := exec.LookPath("xdotool"); err != nil {
+			b.Skip("xdotool is not installed")
+		}
+		for b.Loop() {
+			if out, err := srv.Command("xdotool", "type", text).CombinedOutput(); err != nil {
+				b.Fatalf("xdotool: %v %s", err, out)
+			}
+		}
+	})
+}

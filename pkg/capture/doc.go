@@ -40,10 +40,20 @@
 //     AltGr when the layout needs them.
 //   - Typing: "\r\n" and "\r" press Enter once. Characters the keymap lacks
 //     are bound to keycodes without symbols, then to XF86 media keys when
-//     those run out; bindings live until the end of the batch (after the
-//     settle time) and are restored to their original symbols then, so a
-//     client still processing keys never sees them vanish early. Caps Lock
-//     is not inspected: typing assumes it is off.
+//     those run out, a chunk at a time, one ChangeKeyboardMapping per run
+//     of adjacent keycodes. A borrowed keycode changes again (rebound for
+//     the next chunk, or restored at the end of the batch) only once the
+//     client owning the focus window has handled every key sent, told from
+//     its event loop's wait in /proc (keyclient.go explains why this is
+//     needed and when it falls back to a timed settle). A key the layout
+//     lacks is bound with its lower and upper case so shift works. Caps
+//     Lock on is turned off for the batch's typing and back on after.
+//   - A hung X server (stopped, or alive but not answering) is found by the
+//     connection's watchdog within about four seconds, or at the latest
+//     half a second past a batch's budget: the connection is killed, every
+//     call waiting on it fails at once (a batch with ErrTimeout naming the
+//     action), and the Screen dials a new one. The xgb copy under
+//     third_party stops its goroutines on Close, so reconnecting leaks none.
 //   - The kill switch trips when the pointer is within 10 px of a corner and
 //     the last batch did not leave it exactly there; waits check it every
 //     50 ms. Info reports it.

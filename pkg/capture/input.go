@@ -2,6 +2,8 @@ package capture
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 	"unicode"
 
@@ -175,7 +177,8 @@ type inputRun struct {
 	kb      *keyboard
 	pressed []pressedInput                     // in press order
 	bound   map[uint32]keyPos                  // keysyms on borrowed keycodes
-	orig    map[xproto.Keycode][]xproto.Keysym // what bound keycodes held before
+	orig    map[xproto.Keycode][]xproto.Keysym // what borrowed keycodes held before
+	writes  map[xproto.Keycode][]xproto.Keysym // keycode changes not yet sent (see flush)
 	free    []xproto.Keycode                   // spare keycodes not bound yet
 	lastKey time.Time
 	strokes int // keys pressed since the bindings were last changed
@@ -194,7 +197,8 @@ type pressedInput struct {
 }
 
 func newInputRun(x *xconn) *inputRun {
-	return &inputRun{x: x, bound: map[uint32]keyPos{}, orig: map[xproto.Keycode][]xproto.Keysym{}}
+	return &inputRun{x: x, bound: map[uint32]keyPos{},
+		orig: map[xproto.Keycode][]xproto.Keysym{}, writes: map[xproto.Keycode][]xproto.Keysym{}}
 }
 
 // refresh reloads the keymap when it changed (or was never read).
@@ -206,14 +210,43 @@ func (in *inputRun) refresh() error {
 	if err != nil {
 		return err
 	}
+	// Keycodes this run borrowed are its own whatever they hold now: a
+	// binding left from before a recycle must not be found as a layout key.
+	for r, p := range kb.byRune {
+		if _, ours := in.orig[p.code]; ours {
+			delete(kb.byRune, r)
+		}
+	}
+	for ks, p := range kb.byKeysym {
+		if _, ours := in.orig[p.code]; ours {
+			delete(kb.byKeysym, ks)
+		}
+	}
 	in.kb = kb
+	in.findFree()
+	return nil
+}
+
+// findFree lists the keycodes a binding may take: the spare ones and those
+// this run borrowed, less those holding a binding in use, in order, so that
+// a chunk's bindings fall on runs of adjacent keycodes (see flush).
+func (in *inputRun) findFree() {
+	inUse := map[xproto.Keycode]bool{}
+	for _, p := range in.bound {
+		inUse[p.code] = true
+	}
+	codes := slices.Clone(in.kb.spare)
+	for c := range in.orig {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	codes = slices.Compact(codes)
 	in.free = in.free[:0]
-	for _, c := range kb.spare {
-		if _, used := in.orig[c]; !used {
+	for _, c := range codes {
+		if !inUse[c] {
 			in.free = append(in.free, c)
 		}
 	}
-	return nil
 }
 
 func (in *inputRun) fake(typ, detail byte, x, y int16) error {
@@ -383,7 +416,7 @@ func (in *inputRun) bind(syms []uint32) error {
 	for _, ks := range syms {
 		in.bindLevels(ks, ks)
 	}
-	return in.x.sync()
+	return in.flush()
 }
 
 // bindLevels puts plain on the first level of a spare keycode and shifted on
@@ -399,8 +432,10 @@ func (in *inputRun) bindLevels(plain, shifted uint32) {
 			list[i] = xproto.Keysym(shifted)
 		}
 	}
-	in.orig[code] = in.kb.syms[code]
-	xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), list)
+	if _, ok := in.orig[code]; !ok {
+		in.orig[code] = in.kb.syms[code]
+	}
+	in.writes[code] = list
 	in.bound[plain] = keyPos{code, levelPlain}
 	if shifted != plain {
 		in.bound[shifted] = keyPos{code, levelShift}
@@ -417,14 +452,50 @@ func (in *inputRun) unbindAll() error {
 		return err
 	}
 	for code, orig := range in.orig {
-		delete(in.orig, code)
 		if len(orig) != in.kb.perCode {
 			orig = make([]xproto.Keysym, in.kb.perCode)
 		}
-		xproto.ChangeKeyboardMapping(in.x.c, 1, code, byte(in.kb.perCode), orig)
-		in.free = append(in.free, code)
+		in.writes[code] = orig
+	}
+	clear(in.orig)
+	clear(in.bound)
+	err := in.flush()
+	in.findFree()
+	return err
+}
+
+// recycle makes every borrowed keycode free for new bindings once the
+// client has handled the keys sent through them. The new bindings
+// overwrite the old ones in place; what is not overwritten is restored at
+// the end of the batch.
+func (in *inputRun) recycle() error {
+	if err := in.awaitClient(); err != nil {
+		return err
 	}
 	clear(in.bound)
+	in.findFree()
+	return nil
+}
+
+// flush writes the pending keycode changes with one ChangeKeyboardMapping
+// per run of adjacent keycodes. Every request makes the server send every
+// client a MappingNotify, after which a client rereads the keymap; one per
+// binding cost xterm more than the typing itself.
+func (in *inputRun) flush() error {
+	codes := slices.Sorted(maps.Keys(in.writes))
+	for len(codes) > 0 {
+		n := 1
+		for n < len(codes) && codes[n] == codes[0]+xproto.Keycode(n) {
+			n++
+		}
+		list := make([]xproto.Keysym, 0, n*in.kb.perCode)
+		for _, c := range codes[:n] {
+			list = append(list, in.writes[c]...)
+		}
+		xproto.ChangeKeyboardMapping(in.x.c, byte(n), codes[0], byte(in.kb.perCode), list)
+		codes = codes[n:]
+	}
+	clear(in.writes)
 	return in.x.sync()
 }
 
@@ -517,13 +588,13 @@ func (in *inputRun) typeText(s string, stop func() error) error {
 			need = append(need, st.ks)
 		}
 		if j == i {
-			if len(in.orig) == 0 {
+			if len(in.bound) == 0 {
 				return fmt.Errorf("the keymap has no spare keycode to bind %U to", strokes[i].r)
 			}
 			if err := in.setLevel(levelPlain); err != nil {
 				return err
 			}
-			if err := in.unbindAll(); err != nil {
+			if err := in.recycle(); err != nil {
 				return err
 			}
 			continue
@@ -584,7 +655,7 @@ func (in *inputRun) key(a Action) error {
 		}
 	}
 	if len(missing) > len(in.free) {
-		if err := in.unbindAll(); err != nil {
+		if err := in.recycle(); err != nil {
 			return err
 		}
 		if len(missing) > len(in.free) {
@@ -599,7 +670,7 @@ func (in *inputRun) key(a Action) error {
 			}
 			in.bindLevels(ks, ks)
 		}
-		if err := in.x.sync(); err != nil {
+		if err := in.flush(); err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 // startXterm runs `cat > file` in an xterm titled title and waits for its
 // window.
-func startXterm(t *testing.T, srv *xvfbtest.Server, s *Screen, title, file string) <-chan struct{} {
+func startXterm(t testing.TB, srv *xvfbtest.Server, s *Screen, title, file string) <-chan struct{} {
 	t.Helper()
 	if _, err := exec.LookPath("xterm"); err != nil {
 		t.Skip("xterm is not installed (apt-get install xterm)")
