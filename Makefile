@@ -5,7 +5,14 @@ PREFIX  ?= $(HOME)/.local
 BIN     ?= bin
 
 BINDIR  := $(PREFIX)/bin
+# User units go where systemd looks for them: ~/.config/systemd/user for the
+# default per-user PREFIX, $(PREFIX)/lib/systemd/user for any other (such as
+# /usr/local, for every user). UNITDIR=... overrides either.
+ifeq ($(PREFIX),$(HOME)/.local)
 UNITDIR ?= $(HOME)/.config/systemd/user
+else
+UNITDIR ?= $(PREFIX)/lib/systemd/user
+endif
 
 .PHONY: all build run test bench clean install uninstall
 
@@ -13,9 +20,11 @@ all: build
 
 # The clients are built without cgo: a static binary starts in about half
 # the time of one that loads libc, and agentctl runs once per shell command.
+# -trimpath keeps the build's paths (and so its fingerprint, which `agentctl
+# version` compares with the daemon's) the same whoever builds it.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/agentd
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/agentctl ./cmd/agentctl-mcp
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/agentd
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/agentctl ./cmd/agentctl-mcp
 
 # Run the daemon in the foreground with default settings.
 run: build

@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/pkg/daemon"
 	"github.com/agentd/agentd/pkg/session"
+	"github.com/agentd/agentd/pkg/wire"
 )
 
 const usage = `agentd — the per-user daemon for agent sessions and the X11 screen
@@ -35,15 +36,17 @@ config.example.toml); flags override the file.
 Flags:
 `
 
-// run is agentd's whole life; it returns the process exit status.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+// run is agentd's whole life; it returns the process exit status. What was
+// asked for (help, version, the config) goes to stdout; errors and the log
+// to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "worker" {
 		// The per-session worker: started by the daemon, never by hand.
 		return session.RunWorker(ctx, args[1:], stderr)
 	}
-	if len(args) > 0 && args[0] == "version" {
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
 		fp, _ := buildinfo.SelfFingerprint()
-		fmt.Fprintf(stderr, "agentd %s (build %s)\n", buildinfo.Version, fp)
+		fmt.Fprintf(stdout, "agentd %s (build %s)\n", buildinfo.Version, fp)
 		return 0
 	}
 	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
@@ -53,8 +56,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	check := fs.Bool("check-config", false, "validate the config and exit")
 	print := fs.Bool("print-config", false, "print the effective settings with their sources and exit")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
+	}
+	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,7 +74,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd: unexpected argument %q; see agentd --help\n", fs.Arg(0))
 		return 2
 	}
-	loaded, err := config.Load(*configPath, flags)
+	load := config.Load
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" {
+			load = config.LoadNamed
+		}
+	})
+	loaded, err := load(*configPath, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd: %v\n", err)
 		return 2
@@ -76,12 +90,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	switch {
 	case *print:
+		resolve(loaded)
 		var b bytes.Buffer
 		loaded.Print(&b)
-		os.Stdout.Write(b.Bytes())
+		stdout.Write(b.Bytes())
 		return 0
 	case *check:
-		fmt.Fprintf(stderr, "agentd: config ok (%s)\n", describePath(loaded))
+		fmt.Fprintf(stdout, "agentd: config ok (%s)\n", describePath(loaded))
 		return 0
 	}
 	s := loaded.Settings
@@ -95,7 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	cfg.Logger = log
 	cfg.ConfigPath = *configPath
 	cfg.Reload = func() (daemon.Config, error) {
-		l, err := config.Load(*configPath, flags)
+		l, err := load(*configPath, flags)
 		if err != nil {
 			return daemon.Config{}, err
 		}
@@ -122,11 +137,51 @@ func describePath(l *config.Loaded) string {
 	return l.Path
 }
 
+// resolve records the values the daemon will use where the settings leave
+// them to the environment, for --print-config.
+func resolve(l *config.Loaded) {
+	s := l.Settings
+	if s.Socket == "" {
+		why := "$XDG_RUNTIME_DIR"
+		switch {
+		case os.Getenv(wire.SocketEnv) != "":
+			why = "$" + wire.SocketEnv
+		case os.Getenv("XDG_RUNTIME_DIR") == "":
+			why = "a private directory under " + os.TempDir() + " ($XDG_RUNTIME_DIR is not set)"
+		}
+		l.Resolve("socket", wire.DefaultSocketPath(), why)
+	}
+	if s.StateDir == "" {
+		why := "$XDG_STATE_HOME"
+		if os.Getenv("XDG_STATE_HOME") == "" {
+			why = "~/.local/state ($XDG_STATE_HOME is not set)"
+		}
+		l.Resolve("state_dir", daemon.DefaultStateDir(), why)
+	}
+	if s.Display == "" {
+		why := "$DISPLAY"
+		if os.Getenv("DISPLAY") == "" {
+			why = "$DISPLAY, which is not set: the screen is unavailable"
+		}
+		l.Resolve("display", os.Getenv("DISPLAY"), why)
+	}
+	if s.LogFormat == "" {
+		format, why := "json", "stderr is not a terminal"
+		if isTerminal(os.Stderr) {
+			format, why = "console", "stderr is a terminal"
+		}
+		l.Resolve("log_format", format, why)
+	}
+}
+
 // daemonConfig turns settings into the daemon's configuration.
 func daemonConfig(s config.Settings) daemon.Config {
 	display := s.Display
-	if display == "" {
+	switch display {
+	case "":
 		display = os.Getenv("DISPLAY")
+	case config.DisplayNone:
+		display = ""
 	}
 	return daemon.Config{
 		SocketPath: s.Socket, StateDir: s.StateDir, MaxConnections: s.MaxConnections,

@@ -141,6 +141,19 @@ type Loaded struct {
 	Sources  map[string]Source // by key
 	Path     string            // the file read, or "" when there was none
 	Warnings []string          // problems that do not stop the daemon
+	// inUse holds, by key, the value the daemon will use when the setting
+	// leaves it to the environment (an empty socket, state_dir or display),
+	// and where it comes from; see Resolve.
+	inUse map[string][2]string
+}
+
+// Resolve records the value the daemon uses for key when the setting
+// leaves it open, and why (such as "$DISPLAY"), for Print.
+func (l *Loaded) Resolve(key, value, why string) {
+	if l.inUse == nil {
+		l.inUse = map[string][2]string{}
+	}
+	l.inUse[key] = [2]string{value, why}
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/agentd/config.toml (~/.config/...).
@@ -185,13 +198,21 @@ type FlagValues struct {
 // Load reads the config file at path (missing is fine: defaults), applies
 // the flags that were set on top, validates the result, and says where
 // each value came from. fv may be nil (no flags).
-func Load(path string, fv *FlagValues) (*Loaded, error) {
+func Load(path string, fv *FlagValues) (*Loaded, error) { return load(path, false, fv) }
+
+// LoadNamed is Load for a file the user named (agentd --config): a missing
+// file is an error, not defaults, since a typo would otherwise go unseen.
+func LoadNamed(path string, fv *FlagValues) (*Loaded, error) { return load(path, true, fv) }
+
+func load(path string, named bool, fv *FlagValues) (*Loaded, error) {
 	l := &Loaded{Settings: Defaults(), Sources: map[string]Source{}}
 	for _, f := range Fields() {
 		l.Sources[f.Key] = FromDefault
 	}
 	data, err := readConfig(path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && named:
+		return nil, fmt.Errorf("config %s does not exist; check the path given to --config, or leave --config out to use %s", path, DefaultPath())
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, err
@@ -251,6 +272,18 @@ func readConfig(path string) ([]byte, error) {
 // parse decodes data strictly into s and returns the keys it set. Errors
 // name the file, the line and the key.
 func parse(path string, data []byte, s *Settings) ([]string, error) {
+	// go-toml puts a bare number straight into a Duration's int64, so
+	// ask_idle = 5 would be five nanoseconds: a duration needs its unit.
+	var raw map[string]any
+	if toml.Unmarshal(data, &raw) == nil {
+		for _, f := range Fields() {
+			if v, ok := raw[f.Key]; ok && f.Type == "duration" {
+				if _, isString := v.(string); !isString {
+					return nil, fmt.Errorf("%s:%d: key %q must be a duration in quotes with its unit, such as %s = \"1.5s\"; %v alone has no unit", path, lineOf(data, f.Key), f.Key, f.Key, v)
+				}
+			}
+		}
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(s); err != nil {
@@ -276,8 +309,6 @@ func parse(path string, data []byte, s *Settings) ([]string, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var raw map[string]any
-	toml.Unmarshal(data, &raw)
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -357,12 +388,12 @@ func validate(path string, data []byte, l *Loaded) error {
 		return fmt.Errorf("%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
 	}
 	if len(s.Socket) > maxSocketPath {
-		return fmt.Errorf("%s: socket path is %d bytes, over the %d a Unix socket allows; choose a shorter path", where("socket"), len(s.Socket), maxSocketPath)
+		return fmt.Errorf("%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), maxSocketPath)
 	}
 	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
 		return fmt.Errorf("%s: socket %q must be an absolute path", where("socket"), s.Socket)
 	}
-	if s.Display != "" {
+	if s.Display != "" && s.Display != DisplayNone {
 		if !displayPattern.MatchString(s.Display) {
 			return fmt.Errorf("%s: display %q is not an X display such as \":0\"", where("display"), s.Display)
 		}
@@ -376,7 +407,8 @@ func validate(path string, data []byte, l *Loaded) error {
 	return nil
 }
 
-// Print writes the effective settings as TOML, each with its source.
+// Print writes the settings in use as TOML, each with its source; a value
+// the setting leaves to the environment is shown as resolved (Resolve).
 func (l *Loaded) Print(w *bytes.Buffer) {
 	if l.Path != "" {
 		fmt.Fprintf(w, "# file: %s\n", l.Path)
@@ -384,6 +416,13 @@ func (l *Loaded) Print(w *bytes.Buffer) {
 		fmt.Fprintf(w, "# file: none (%s does not exist)\n", DefaultPath())
 	}
 	for _, f := range Fields() {
+		if r, ok := l.inUse[f.Key]; ok {
+			fmt.Fprintf(w, "%s = %s  # %s, from %s\n", f.Key, strconv.Quote(r[0]), l.Sources[f.Key], r[1])
+			continue
+		}
 		fmt.Fprintf(w, "%s = %s  # %s\n", f.Key, l.Settings.Value(f), l.Sources[f.Key])
 	}
 }
+
+// DisplayNone is the display setting that turns the screen off.
+const DisplayNone = "none"

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// agentdBin is the binary built once for these tests: they check what a
+// person sees from the command, not the library.
+var agentdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentd-cmd-test")
+	if err != nil {
+		panic(err)
+	}
+	agentdBin = filepath.Join(dir, "agentd")
+	if out, err := exec.Command("go", "build", "-o", agentdBin, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("building agentd: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// agentd runs the binary with args and extra environment and returns its
+// stdout, stderr and exit status.
+func agentd(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(agentdBin, args...)
+	home := t.TempDir()
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + home + "/config"}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestHelpAndVersionGoToStdout(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		out, errOut, code := agentd(t, nil, args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "-check-config") || errOut != "" {
+			t.Errorf("agentd %v: exit %d, stdout %q, stderr %q; want the usage with its flags on stdout and exit 0", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, errOut, code := agentd(t, nil, args...)
+		if code != 0 || !strings.HasPrefix(out, "agentd ") || !strings.Contains(out, "(build ") || errOut != "" {
+			t.Errorf("agentd %v: exit %d, stdout %q, stderr %q; want the version on stdout", args, code, out, errOut)
+		}
+	}
+}
+
+func TestConfigTraps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string // in stderr, or in stdout when code is 0
+	}{
+		{"missing named config", []string{"--config", filepath.Join(dir, "no-such.toml"), "--check-config"}, 2,
+			[]string{"no-such.toml does not exist", "--config"}},
+		{"bare number for a duration", []string{"--config", write("bare.toml", "log_level = \"info\"\nask_idle = 5\n"), "--check-config"}, 2,
+			[]string{":2:", `"ask_idle"`, `ask_idle = "1.5s"`, "no unit"}},
+		{"bare float for a duration", []string{"--config", write("float.toml", "lock_timeout = 1.5\n"), "--check-config"}, 2,
+			[]string{":1:", `"lock_timeout"`, "unit"}},
+		{"duration with its unit", []string{"--config", write("ok.toml", "ask_idle = \"5s\"\n"), "--check-config"}, 0,
+			[]string{"config ok", "ok.toml"}},
+		{"display none", []string{"--display", "none", "--check-config"}, 0, []string{"config ok"}},
+		{"socket too long", []string{"--socket", "/" + strings.Repeat("s", 120), "--check-config"}, 2,
+			[]string{"socket path is 121 bytes", "--socket", "AGENTD_SOCKET"}},
+	}
+	for _, tc := range cases {
+		out, errOut, code := agentd(t, nil, tc.args...)
+		text := errOut
+		if tc.code == 0 {
+			text = out
+		}
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d (stdout %q, stderr %q)", tc.name, code, tc.code, out, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: %q does not say %q", tc.name, text, w)
+			}
+		}
+	}
+}
+
+func TestPrintConfigShowsValuesInUse(t *testing.T) {
+	t.Parallel()
+	run, state := t.TempDir(), t.TempDir()
+	out, errOut, code := agentd(t, []string{"XDG_RUNTIME_DIR=" + run, "XDG_STATE_HOME=" + state, "DISPLAY=:57"}, "--print-config")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		`socket = "` + run + `/agentd/agentd.sock"  # default, from $XDG_RUNTIME_DIR`,
+		`state_dir = "` + state + `/agentd"  # default, from $XDG_STATE_HOME`,
+		`display = ":57"  # default, from $DISPLAY`,
+		`log_format = "json"  # default, from stderr is not a terminal`,
+		`ask_idle = "1.5s"  # default`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("--print-config lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = agentd(t, []string{"AGENTD_SOCKET=/tmp/given.sock"}, "--print-config", "--display", ":3")
+	for _, want := range []string{`socket = "/tmp/given.sock"  # default, from $AGENTD_SOCKET`, `display = ":3"  # flag`} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("--print-config lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestInstallPlacesUnitsBesidePrefix(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"PREFIX=/opt/agentd", "/opt/agentd/lib/systemd/user/agentd.service"},
+		{"PREFIX=/opt/agentd UNITDIR=/etc/units", "/etc/units/agentd.service"},
+	} {
+		cmd := exec.Command("make", append([]string{"-n", "-C", "../..", "install"}, strings.Fields(tc.args)...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n install %s: %v\n%s", tc.args, err, out)
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("make install %s does not write %s:\n%s", tc.args, tc.want, out)
+		}
+	}
+}
