@@ -26,7 +26,9 @@ func TestMakeInstallWritesVerifiableUnits(t *testing.T) {
 		}
 	}
 	make("install")
-	units := filepath.Join(home, ".config", "systemd", "user")
+	// A PREFIX other than ~/.local takes the units beside it, where systemd
+	// looks for user units of that prefix.
+	units := filepath.Join(prefix, "lib", "systemd", "user")
 	service, err := os.ReadFile(filepath.Join(units, "agentd.service"))
 	if err != nil {
 		t.Fatal(err)
