@@ -133,7 +133,7 @@ func TestDisplayComesAndGoes(t *testing.T) {
 	})
 	srv.Restart(t)
 	await(t, 10*time.Second, "the daemon reconnecting after a restart", func() bool {
-		_, _, code := h.agentctl("", "screenshot", "-o", filepath.Join(h.runtime, "s.png"))
+		_, _, code := h.agentctl("", "screenshot", "-o", filepath.Join(h.runtime, "s2.png"))
 		return code == 0
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -445,5 +446,24 @@ func TestFocus(t *testing.T) {
 	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "focus", Application: "no-such-program-xyz"}}, Observe: ptr(false)})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no window matches") {
 		t.Errorf("focus on nothing: got %v", err)
+	}
+}
+
+// TestAuditLogRefusesALink plants a symbolic link where the audit log goes:
+// the screen refuses to open it rather than write the record elsewhere.
+func TestAuditLogRefusesALink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere.jsonl")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "audit.jsonl")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := New(Options{AuditPath: path}); err == nil {
+		s.Close()
+		t.Fatal("New accepted an audit log that is a symbolic link")
 	}
 }

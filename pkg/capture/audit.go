@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -58,7 +59,9 @@ func openAudit(path string, max int64) (*auditLog, error) {
 }
 
 func (a *auditLog) open() error {
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NOFOLLOW: a link planted in place of the log must not redirect the
+	// record of what agents did.
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

@@ -100,7 +100,7 @@ func BenchmarkScreenshot(b *testing.B) {
 	})
 	b.Run("png-to-path", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.Screenshot(ctxT(b), ScreenshotRequest{Path: filepath.Join(dir, "ours.png")}); err != nil {
+			if _, err := s.Screenshot(ctxT(b), ScreenshotRequest{Path: filepath.Join(dir, "ours.png"), Overwrite: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,9 +2,11 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"image"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,8 +38,11 @@ type ScreenshotRequest struct {
 	// MaxWidth scales the image down, keeping its aspect, when it is wider.
 	MaxWidth *int
 	// Path, when set, is an absolute file path: the image is written there
-	// (mode 0600, replaced atomically) and Shot.Data stays nil.
-	Path string
+	// (mode 0600, through a temporary file, so readers never see half an
+	// image) and Shot.Data stays nil. An existing file is refused unless
+	// Overwrite; a symbolic link is always refused, never written through.
+	Path      string
+	Overwrite bool
 	// MaxInlineBytes, when positive and Path is empty, makes the screenshot
 	// fail with ErrTooLarge when the encoded image is larger.
 	MaxInlineBytes int
@@ -83,13 +88,14 @@ type Shot struct {
 
 // shotPlan is a validated request.
 type shotPlan struct {
-	format   string
-	quality  int
-	area     image.Rectangle
-	outW     int
-	outH     int
-	path     string
-	maxBytes int
+	format    string
+	quality   int
+	area      image.Rectangle
+	outW      int
+	outH      int
+	path      string
+	overwrite bool
+	maxBytes  int
 }
 
 // planShot validates a request against the screen and its monitors. Errors
@@ -153,10 +159,19 @@ func planShot(req ScreenshotRequest, screen image.Rectangle, monitors []Monitor)
 		if !st.IsDir() {
 			return p, invalidf("%s in path %q is not a directory", dir, req.Path)
 		}
-		if st, err := os.Stat(req.Path); err == nil && st.IsDir() {
-			return p, invalidf("path %q is a directory; give a file name", req.Path)
+		if st, err := os.Lstat(req.Path); err == nil {
+			switch {
+			case st.Mode()&os.ModeSymlink != 0:
+				return p, invalidf("path %q is a symbolic link; screenshots are never written through one, give the real path", req.Path)
+			case st.IsDir():
+				return p, invalidf("path %q is a directory; give a file name", req.Path)
+			case !st.Mode().IsRegular():
+				return p, invalidf("path %q exists and is not a regular file; give another name", req.Path)
+			case !req.Overwrite:
+				return p, invalidf("path %q exists; pass overwrite (agentctl screenshot --force) to replace it", req.Path)
+			}
 		}
-		p.path = req.Path
+		p.path, p.overwrite = req.Path, req.Overwrite
 	}
 	return p, nil
 }
@@ -240,7 +255,7 @@ func (s *Screen) shoot(x *xconn, req ScreenshotRequest, same func(uint64) bool) 
 	shot.Bytes = len(data)
 	s.decorate(x, shot)
 	if plan.path != "" {
-		if err := writeFileAtomic(plan.path, data); err != nil {
+		if err := writeScreenshot(plan.path, data, plan.overwrite); err != nil {
 			return nil, 0, err
 		}
 		shot.Path = plan.path
@@ -276,22 +291,32 @@ func frameHash(f frame, p shotPlan) uint64 {
 	return h.Sum64()
 }
 
-// writeFileAtomic writes data to path with mode 0600 through a temporary
-// file in the same directory, so readers never see half an image.
-func writeFileAtomic(path string, data []byte) error {
+// writeScreenshot writes data to path with mode 0600 through a temporary
+// file in the same directory, so readers never see half an image. Without
+// overwrite the file is linked into place, which fails if anything
+// appeared at path since the request was checked; with it, rename replaces
+// a file (or a link that appeared meanwhile: the link, not its target).
+func writeScreenshot(path string, data []byte, overwrite bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return invalidf("cannot write %s: %v", path, err)
 	}
+	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		if overwrite {
+			err = os.Rename(tmp.Name(), path)
+		} else {
+			err = os.Link(tmp.Name(), path)
+			if errors.Is(err, fs.ErrExist) {
+				return invalidf("path %q appeared while the screenshot was taken; pass overwrite to replace it", path)
+			}
+		}
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("write screenshot to %s: %w", path, err)
 	}
 	return nil

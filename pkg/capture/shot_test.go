@@ -228,6 +228,39 @@ func TestScreenshotPixels(t *testing.T) {
 		if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 			t.Errorf("mode: got %v, want 0600", st.Mode().Perm())
 		}
+		// The file exists now: refused without overwrite, replaced with it.
+		if _, err := s.Screenshot(ctxT(t), ScreenshotRequest{Path: path}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "overwrite") {
+			t.Errorf("second screenshot to %s: %v, want ErrInvalid naming overwrite", path, err)
+		}
+		if _, err := s.Screenshot(ctxT(t), ScreenshotRequest{Path: path, Format: "jpeg", Overwrite: true}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(path); len(b) < 2 || b[0] != 0xff || b[1] != 0xd8 {
+			t.Errorf("overwrite left %d bytes that are not the new JPEG", len(b))
+		}
+	})
+	t.Run("path never follows a link", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "precious.txt")
+		if err := os.WriteFile(target, []byte("keep me"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "shot.png")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, overwrite := range []bool{false, true} {
+			_, err := s.Screenshot(ctxT(t), ScreenshotRequest{Path: link, Overwrite: overwrite})
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "symbolic link") {
+				t.Errorf("screenshot to a link (overwrite %v): %v, want ErrInvalid naming the link", overwrite, err)
+			}
+		}
+		if b, _ := os.ReadFile(target); string(b) != "keep me" {
+			t.Errorf("the link's target now holds %q", b)
+		}
+		if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the link was replaced: %v %v", st, err)
+		}
 	})
 	t.Run("too large", func(t *testing.T) {
 		_, err := s.Screenshot(ctxT(t), ScreenshotRequest{MaxInlineBytes: 100})
