@@ -81,6 +81,7 @@ func (s *Screen) Act(ctx context.Context, req ActRequest) (*ActResult, error) {
 	if len(rec.Actions) == 0 {
 		rec.Actions = auditRaw(req.Actions)
 	}
+	s.keepObservation(&rec, req.CallerKey, res.Observation)
 	if s.audit != nil {
 		if aerr := s.audit.write(rec); aerr != nil {
 			s.log.Error().Err(aerr).Msg("audit log write failed")

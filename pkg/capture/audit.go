@@ -19,6 +19,9 @@ type AuditRecord struct {
 	Outcome  string        `json:"outcome"` // ok, refused, invalid, lock_timeout, unavailable, timeout, canceled, error
 	Message  string        `json:"message,omitempty"`
 	Duration float64       `json:"duration_ms"`
+	// Observation names the image kept of the screen after the batch, in
+	// screen/ beside the log, when the screen is recorded.
+	Observation string `json:"observation,omitempty"`
 }
 
 // AuditAction records one action without its text: typing is recorded as the

@@ -32,6 +32,12 @@ type Options struct {
 	// AuditPath+".1" (replacing the older one) and a new one started.
 	// Zero means DefaultAuditMaxBytes.
 	AuditMaxBytes int64
+	// RecordScreen keeps every act batch's observation beside the audit
+	// log (in screen/ next to AuditPath) for WriteRecord;
+	// SetRecordScreen changes it. RecordScreenMaxBytes caps the kept
+	// images, oldest dropped first; zero means DefaultRecordScreenMaxBytes.
+	RecordScreen         bool
+	RecordScreenMaxBytes int64
 	// Logger receives the package's logs; the zero Logger discards them.
 	Logger zerolog.Logger
 }
@@ -66,6 +72,10 @@ type Screen struct {
 
 	obsMu   sync.Mutex
 	lastObs map[string]uint64 // caller key → hash of the last observation sent
+
+	recordScreen atomic.Bool
+	shotsMu      sync.Mutex
+	shots        *shotStore // opened when recording is first turned on
 }
 
 // New returns a Screen for opts.Display. It does not connect: the first
@@ -90,6 +100,11 @@ func New(opts Options) (*Screen, error) {
 			return nil, err
 		}
 		s.audit = a
+	}
+	if opts.RecordScreen {
+		if err := s.SetRecordScreen(true); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
