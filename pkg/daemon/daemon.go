@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
@@ -111,7 +112,7 @@ func (c *Config) setDefaults() {
 		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.ReadTimeout <= 0 {
-		c.ReadTimeout = wire.DefaultReadTimeout
+		c.ReadTimeout = rpc.DefaultReadTimeout
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
@@ -417,8 +418,8 @@ const refuseLinger = 200 * time.Millisecond
 // with unread data resets it, and the client would lose the answer.
 func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
 	c.SetDeadline(time.Now().Add(refuseLinger))
-	if body, err := wire.AppendResponse(nil, 0, nil, e); err == nil {
-		wire.WriteFrame(c, body)
+	if body, err := rpc.AppendResponse(nil, 0, nil, e); err == nil {
+		rpc.WriteFrame(c, body)
 	}
 	c.CloseWrite()
 	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
@@ -442,9 +443,9 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	}
 	conn := &Conn{ID: id, Peer: peer, log: log}
 	conn.OnClose(func() { d.screen.ForgetCaller(connCallerKey(id)) })
-	conn.sc = wire.NewServerConn(uc, wire.ServeOptions{
+	conn.sc = rpc.NewServerConn(uc, rpc.ServeOptions{
 		ReadTimeout: d.live.Load().ReadTimeout,
-		ToWireError: toWireError,
+		ToError:     toWireError,
 		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
@@ -538,7 +539,7 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 type Conn struct {
 	ID   uint64
 	Peer Peer
-	sc   *wire.ServerConn
+	sc   *rpc.ServerConn
 	log  zerolog.Logger
 
 	mu       sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -167,7 +168,7 @@ func TestRegisterDuplicatePanics(t *testing.T) {
 type rawConn struct {
 	t *testing.T
 	net.Conn
-	fr *wire.FrameReader
+	fr *rpc.FrameReader
 }
 
 func dialRaw(t *testing.T, socket string) *rawConn {
@@ -177,7 +178,7 @@ func dialRaw(t *testing.T, socket string) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, Conn: c, fr: wire.NewFrameReader(c)}
+	return &rawConn{t: t, Conn: c, fr: rpc.NewFrameReader(c)}
 }
 
 func frame(body []byte) []byte {
@@ -195,7 +196,7 @@ func (r *rawConn) response() *wire.Response {
 	if err != nil {
 		r.t.Fatalf("read response: %v", err)
 	}
-	in, err := wire.DecodeIncoming(body)
+	in, err := rpc.DecodeIncoming(body)
 	if err != nil || in.Response == nil {
 		r.t.Fatalf("decode response %q: %v", body, err)
 	}

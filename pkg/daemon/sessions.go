@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -310,7 +311,7 @@ func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {
 		return nil, &session.Error{Kind: session.ErrInvalidStatus,
 			Msg: fmt.Sprintf("session %q is %s and cannot be attached; only a running session can", p.Name, info.Status)}
 	}
-	return &wire.Upgrade{
+	return &rpc.Upgrade{
 		Result: &wire.AttachResult{Name: p.Name, Cols: info.Cols, Rows: info.Rows},
 		Stream: func(ctx context.Context, rw io.ReadWriter) error {
 			if p.ReadOnly {

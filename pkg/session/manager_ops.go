@@ -14,7 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/agentd/agentd/pkg/wire"
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // Ask delivers Text to a running session and collects the answer: what a
@@ -432,7 +432,7 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 	defer cancel()
 	var werr error
 	var wmu sync.Mutex
-	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
+	c, err := rpc.Dial(ctx, h.socket, rpc.ClientOptions{OnNotification: func(n rpc.Notification) {
 		if n.Method != nOutput {
 			return
 		}
@@ -485,8 +485,8 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 		return ctx.Err()
 	}
 	if err != nil {
-		if errors.As(err, new(*wire.Error)) {
-			return fromWireError(err)
+		if errors.As(err, new(*rpc.Error)) {
+			return decodeError(err)
 		}
 		// The worker closed the connection: the session ended.
 		return nil

@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"context"
@@ -31,9 +31,9 @@ type ServeOptions struct {
 	// peer's writes block: backpressure, not errors). Zero means
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// ToWireError converts a handler's error into the error object sent.
+	// ToError converts a handler's error into the error object sent.
 	// Nil sends *Error values as they are and anything else as internal.
-	ToWireError func(error) *Error
+	ToError func(error) *Error
 	// OnRequestDone, when set, is told of every answered request (for logs
 	// and metrics): the request, how long it took, and the error sent, if any.
 	OnRequestDone func(req *Request, took time.Duration, err *Error)
@@ -323,8 +323,8 @@ func marshalResult(v any) (json.RawMessage, error) {
 }
 
 func (s *ServerConn) toWire(err error) *Error {
-	if s.opts.ToWireError != nil {
-		if e := s.opts.ToWireError(err); e != nil {
+	if s.opts.ToError != nil {
+		if e := s.opts.ToError(err); e != nil {
 			return e
 		}
 	}
