@@ -687,12 +687,12 @@ func (d *Daemon) askViaChannel(ctx context.Context, asker *Conn, p wire.AskParam
 	}
 	select {
 	case answer = <-a.reply:
-		outcome = wire.AskReasonReply
+		outcome = string(wire.AskReasonReply)
 		return true, d.channelAnswer(p.Name, answer, start), nil
 	case <-ch.gone:
 		select {
 		case answer = <-a.reply:
-			outcome = wire.AskReasonReply
+			outcome = string(wire.AskReasonReply)
 			return true, d.channelAnswer(p.Name, answer, start), nil
 		default:
 		}
