@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/buildinfo"
 	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -133,7 +134,7 @@ type Daemon struct {
 	// accepted.
 	sessions sessionService
 	screen   screenService
-	channels *channelRegistry
+	channels *channel.Registry
 	build    func() string
 
 	conns     sync.WaitGroup
@@ -162,9 +163,9 @@ func New(cfg Config) *Daemon {
 		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
 		router:   newRouter(),
 		started:  time.Now(),
-		channels: newChannelRegistry(),
+		channels: channel.NewRegistry(),
 	}
-	d.channels.setQueueCap(cfg.ChannelQueue)
+	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)
 	// The fingerprint reads the whole binary; do it once, off the start-up

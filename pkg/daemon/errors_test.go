@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -41,6 +42,12 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 		{capture.ErrBusy, wire.CodeBusy},
 		{capture.ErrUnavailable, wire.CodeScreenUnavailable},
 		{capture.ErrTimeout, wire.CodeTimeout},
+		// pkg/channel's.
+		{channel.ErrUnknown, wire.CodeChannelUnknown},
+		{channel.ErrBusy, wire.CodeBusy},
+		{channel.ErrInvalid, wire.CodeInvalidParams},
+		{channel.ErrDenied, wire.CodePermissionDenied},
+		{channel.ErrTimeout, wire.CodeTimeout},
 		{context.DeadlineExceeded, wire.CodeTimeout},
 		{context.Canceled, wire.CodeShuttingDown},
 		{errors.New("disk on fire"), wire.CodeInternal},
@@ -68,9 +75,9 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range session.Kinds() {
+	for _, kind := range append(session.Kinds(), channel.Kinds()...) {
 		if !covered[kind] {
-			t.Errorf("session kind %v has no row in this table (and maybe none in toWireError)", kind)
+			t.Errorf("domain kind %v has no row in this table (and maybe none in toWireError)", kind)
 		}
 	}
 }
@@ -88,6 +95,22 @@ func TestTimeoutCarriesItsEvidence(t *testing.T) {
 	want := wire.TimeoutDetails{Name: "w1", Op: "ask", TimeoutMS: 1500, Partial: "half", Screen: []string{"$ "}, FromSeq: 3, ToSeq: 8, Hint: "h"}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("details: got %+v, want %+v", d, want)
+	}
+}
+
+// TestChannelTimeoutsCarryTheirDetails checks the details a push or an ask
+// through a channel carries when it times out, as the wire documents them.
+func TestChannelTimeoutsCarryTheirDetails(t *testing.T) {
+	we := toWireError(&channel.PushTimeoutError{ChannelID: "c1", Seq: 7, Written: true, Timeout: 2 * time.Second})
+	var pd wire.PushTimeoutDetails
+	if we.Code != wire.CodeTimeout || json.Unmarshal(we.Details, &pd) != nil ||
+		pd != (wire.PushTimeoutDetails{ChannelID: "c1", Seq: 7, Written: true, TimeoutMS: 2000}) {
+		t.Errorf("push timeout: got %+v (details %s), want code timeout with the push's details", we, we.Details)
+	}
+	we = toWireError(&channel.AskTimeoutError{Session: "w1", ChannelID: "c1", Timeout: time.Second})
+	var ad wire.TimeoutDetails
+	if we.Code != wire.CodeTimeout || json.Unmarshal(we.Details, &ad) != nil || ad.Name != "w1" || ad.Op != "ask" || ad.TimeoutMS != 1000 || ad.Screen == nil {
+		t.Errorf("ask timeout: got %+v (details %s), want code timeout with the ask's details and an empty screen", we, we.Details)
 	}
 }
 
