@@ -571,7 +571,8 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	var counted sync.Map
 	var sc *rpc.ServerConn
 	sc = rpc.NewServerConn(c, rpc.ServeOptions{
-		ToError: encodeError,
+		ToError:    encodeError,
+		MayUpgrade: func(method string) bool { return method == mAttachStream },
 		OnRequestDone: func(req *rpc.Request, _ time.Duration, _ *rpc.Error) {
 			if _, ok := counted.LoadAndDelete(req); ok {
 				w.mu.Lock()
@@ -660,6 +661,8 @@ func (w *worker) handle(ctx context.Context, sc *rpc.ServerConn, req *rpc.Reques
 		return w.stop(ctx, p)
 	case mAttach:
 		return nil, w.attach(ctx, sc)
+	case mAttachStream:
+		return w.attachStream()
 	}
 	return nil, rpc.Errorf(codeUnknownMethod, "worker has no method %q", req.Method)
 }
@@ -816,10 +819,67 @@ func (s *subscriber) push(p []byte) {
 	}
 }
 
+// attachStream answers mAttachStream: when the session runs, the
+// connection becomes its terminal (see streamTerminal).
+func (w *worker) attachStream() (any, error) {
+	if err := w.requireRunning("attach"); err != nil {
+		return nil, err
+	}
+	return &rpc.Upgrade{Stream: w.streamTerminal}, nil
+}
+
+// streamTerminal is an attached terminal over a raw stream: the screen,
+// then every output, is written to rw, and what is read from rw is typed
+// into the program, until the session ends, the attacher hangs up, or ctx
+// ends. An attacher too slow for the output gets a fresh repaint instead of
+// what it missed. It counts as a request in flight, so a worker whose
+// program ended writes the last output before it exits.
+func (w *worker) streamTerminal(ctx context.Context, rw io.ReadWriter) error {
+	w.mu.Lock()
+	w.inflight++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.inflight--
+		w.broadcastLocked()
+		w.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Input: ends with the attacher's side of the stream; the
+		// connection's close (after this function returns) ends the read.
+		defer cancel()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := rw.Read(buf)
+			if n > 0 {
+				if w.requireRunning("send") != nil || w.writeInput(ctx, buf[:n], true) != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w.pumpOutput(ctx, func(b []byte) error {
+		_, err := rw.Write(b)
+		return err
+	})
+}
+
 // attach streams the screen, then every output, to the connection as
-// notifications until the session ends or the connection does. An attacher
-// too slow for the output gets a fresh repaint instead of what it missed.
+// notifications until the session ends or the connection does: the
+// mAttach of workers before mAttachStream, kept for their Managers.
 func (w *worker) attach(ctx context.Context, sc *rpc.ServerConn) error {
+	return w.pumpOutput(ctx, func(b []byte) error { return sc.Notify(nOutput, outputNote{Data: b}) })
+}
+
+// pumpOutput sends the screen, then every output, to send until the
+// session ends (after sending what is left) or ctx does. An attacher too
+// slow for the output gets a fresh repaint instead of what it missed.
+func (w *worker) pumpOutput(ctx context.Context, send func([]byte) error) error {
 	sub := &subscriber{ch: make(chan []byte, 1024)}
 	w.mu.Lock()
 	if err := w.requireRunningLocked("attach"); err != nil {
@@ -834,11 +894,11 @@ func (w *worker) attach(ctx context.Context, sc *rpc.ServerConn) error {
 		delete(w.subs, sub)
 		w.mu.Unlock()
 	}()
-	if err := sc.Notify(nOutput, outputNote{Data: rp}); err != nil {
+	if err := send(rp); err != nil {
 		return err
 	}
 	var batch []byte
-	send := func(first []byte) error {
+	flush := func(first []byte) error {
 		batch = append(batch[:0], first...)
 	more:
 		for len(batch) < 256<<10 {
@@ -858,17 +918,17 @@ func (w *worker) attach(ctx context.Context, sc *rpc.ServerConn) error {
 			batch = append(batch[:0], w.screenLocked().repaint()...)
 		}
 		w.mu.Unlock()
-		return sc.Notify(nOutput, outputNote{Data: batch})
+		return send(batch)
 	}
 	for {
 		select {
 		case p := <-sub.ch:
-			if err := send(p); err != nil {
+			if err := flush(p); err != nil {
 				return err
 			}
 		case <-w.done:
 			for len(sub.ch) > 0 {
-				if err := send(<-sub.ch); err != nil {
+				if err := flush(<-sub.ch); err != nil {
 					return err
 				}
 			}
