@@ -130,8 +130,8 @@ type Daemon struct {
 	router  *router
 	started time.Time
 
-	// sessions and screen are set in Run, before the first connection is
-	// accepted.
+	// sessions and screen are built in Run, before the first connection
+	// is accepted, unless they were given (withComponents).
 	sessions sessionService
 	screen   screenService
 	channels *channel.Registry
@@ -185,6 +185,14 @@ func New(cfg Config) *Daemon {
 	return d
 }
 
+// withComponents gives the daemon its sessions and screen instead of the
+// ones Run would build, before Run: tests use fakes to check the routing
+// and error tables without workers or an X server. A nil one is built.
+func (d *Daemon) withComponents(sessions sessionService, screen screenService) *Daemon {
+	d.sessions, d.screen = sessions, screen
+	return d
+}
+
 // Run serves until ctx is cancelled, then stops in order: stop accepting,
 // answer new requests shutting_down, let in-flight requests finish within
 // the grace period, close connections, release the socket and the lock. A
@@ -199,42 +207,47 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	sessionLog := d.cfg.Logger
-	mgr, err := session.NewManager(session.ManagerOptions{
-		StateDir:      d.cfg.StateDir,
-		RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
-		DaemonSocket:  d.cfg.SocketPath,
-		WorkerCommand: d.cfg.WorkerCommand,
-		LogCap:        d.cfg.EventLogCap,
-		Logger:        &sessionLog,
-	})
-	if err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	defer mgr.Close() // sessions keep running: their workers own them
-	d.sessions = mgr
-
-	scr, err := capture.New(capture.Options{
-		Display:       d.cfg.Display,
-		AllowAct:      d.cfg.AllowAct,
-		AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
-		AuditMaxBytes: d.cfg.AuditMaxBytes,
-		Logger:        d.cfg.Logger, // capture names its own component
-	})
-	if err != nil {
-		return fmt.Errorf("screen: %w", err)
-	}
-	defer scr.Close()
-	d.screen = scr
-	screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
-	screenDone := make(chan struct{})
-	go func() {
-		defer close(screenDone)
-		if err := scr.Run(screenCtx); err != nil {
-			d.log.Error().Err(err).Msg("screen stopped")
+	// The components are built here unless the daemon was given them
+	// (tests give fakes: see withComponents).
+	if d.sessions == nil {
+		sessionLog := d.cfg.Logger
+		mgr, err := session.NewManager(session.ManagerOptions{
+			StateDir:      d.cfg.StateDir,
+			RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
+			DaemonSocket:  d.cfg.SocketPath,
+			WorkerCommand: d.cfg.WorkerCommand,
+			LogCap:        d.cfg.EventLogCap,
+			Logger:        &sessionLog,
+		})
+		if err != nil {
+			return fmt.Errorf("sessions: %w", err)
 		}
-	}()
-	defer func() { stopScreen(); <-screenDone }()
+		defer mgr.Close() // sessions keep running: their workers own them
+		d.sessions = mgr
+	}
+	if d.screen == nil {
+		scr, err := capture.New(capture.Options{
+			Display:       d.cfg.Display,
+			AllowAct:      d.cfg.AllowAct,
+			AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
+			AuditMaxBytes: d.cfg.AuditMaxBytes,
+			Logger:        d.cfg.Logger, // capture names its own component
+		})
+		if err != nil {
+			return fmt.Errorf("screen: %w", err)
+		}
+		defer scr.Close()
+		d.screen = scr
+		screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
+		screenDone := make(chan struct{})
+		go func() {
+			defer close(screenDone)
+			if err := scr.Run(screenCtx); err != nil {
+				d.log.Error().Err(err).Msg("screen stopped")
+			}
+		}()
+		defer func() { stopScreen(); <-screenDone }()
+	}
 
 	n := newNotifier()
 	connCtx, cancelConns := context.WithCancel(context.WithoutCancel(ctx))

@@ -51,6 +51,14 @@ func startDaemon(t *testing.T, cfg Config, extra ...Route) *testDaemon {
 	}
 	d := New(cfg)
 	d.router.register(extra...)
+	return serveDaemon(t, d, cfg.SocketPath)
+}
+
+// serveDaemon runs d, waits until it serves on socket, and insists on a
+// clean stop at the end of the test.
+func serveDaemon(t *testing.T, d *Daemon, socket string) *testDaemon {
+	t.Helper()
+	cfg := Config{SocketPath: socket}
 	ctx, cancel := context.WithCancel(context.Background())
 	td := &testDaemon{Daemon: d, socket: cfg.SocketPath, cancel: cancel, done: make(chan error, 1)}
 	go func() { td.done <- d.Run(ctx) }()
