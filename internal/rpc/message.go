@@ -47,6 +47,14 @@ func DecodeRequest(body []byte) (*Request, error) {
 	if !utf8.Valid(body) {
 		return nil, Errorf(CodeMalformedFrame, "message is not valid UTF-8; frames carry UTF-8 JSON")
 	}
+	if req, ok := decodeRequestFast(body); ok {
+		return req, nil
+	}
+	return decodeRequestSlow(body)
+}
+
+// decodeRequestSlow is DecodeRequest for any body, with encoding/json.
+func decodeRequestSlow(body []byte) (*Request, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, Errorf(CodeMalformedFrame, "message is not a JSON object; send {\"id\": N, \"method\": \"agent.hello\", \"params\": {}}")
