@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -290,11 +291,26 @@ func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request)
 	return up
 }
 
+// JSONAppender is a handler result that writes its own JSON (one valid
+// value) straight into the response, so a hot answer needs no buffer of
+// its own per request: agent.hello's answer is most of what a hello
+// allocates otherwise, and allocation drives the collector.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
 func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request) {
 	start := time.Now()
 	result, err := s.call(ctx, h, req)
 	var werr *Error
 	var raw json.RawMessage
+	if app, ok := result.(JSONAppender); ok && err == nil {
+		s.replyAppended(req.ID, app)
+		if s.opts.OnRequestDone != nil {
+			s.opts.OnRequestDone(req, time.Since(start), nil)
+		}
+		return
+	}
 	if err == nil {
 		raw, err = marshalResult(result)
 	}
@@ -365,6 +381,25 @@ func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
 	}
 	if err != nil {
 		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
+	}
+	s.write(body)
+	if cap(body) <= maxPooledReply {
+		*bp = body
+		replyBufs.Put(bp)
+	}
+}
+
+// replyAppended writes a success whose result app appends itself; like
+// reply, an answer too large for a frame becomes an error response.
+func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
+	bp := replyBufs.Get().(*[]byte)
+	body := append((*bp)[:0], `{"id":`...)
+	body = strconv.AppendUint(body, id, 10)
+	body = append(body, `,"result":`...)
+	body = append(app.AppendJSON(body), '}')
+	if len(body) > MaxFrameSize {
+		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
+			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
 	}
 	s.write(body)
 	if cap(body) <= maxPooledReply {
