@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -71,4 +72,24 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWorkerProtocolFieldsStay pins the worker protocol's ask and wait
+// payloads, which reuse the domain's request types: workers started by an
+// older agentd read exactly these fields.
+func TestWorkerProtocolFieldsStay(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want string
+	}{
+		{askParams{ID: "a-1", AskRequest: AskRequest{Name: "w1", Text: "hi", Timeout: 2, Idle: 3, FallbackIdle: 4, Until: "x", LockTimeout: 5}},
+			`{"id":"a-1","text":"hi","timeout":2,"idle":3,"fallback_idle":4,"until":"x","lock_timeout":5}`},
+		{waitParams{Name: "w1", Until: "y", Idle: 1, Exit: true, Timeout: 6},
+			`{"until":"y","idle":1,"exit":true,"timeout":6}`},
+	} {
+		b, err := json.Marshal(tt.v)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json of %T = %s, %v; want %s", tt.v, b, err, tt.want)
+		}
+	}
 }

@@ -56,8 +56,7 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	}
 	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
 	var res AskResult
-	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, Text: req.Text, Timeout: req.Timeout, Idle: req.Idle,
-		FallbackIdle: req.FallbackIdle, Until: req.Until, LockTimeout: req.LockTimeout}, &res)
+	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, AskRequest: req}, &res)
 	if err != nil {
 		if ctx.Err() != nil {
 			m.cancelAsk(req.Name, id)
@@ -197,7 +196,7 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 	}
 	if h != nil {
 		var res WaitResult
-		err := m.call(ctx, req.Name, "wait", mWait, waitParams{Until: req.Until, Idle: req.Idle, Exit: req.Exit, Timeout: req.Timeout}, &res)
+		err := m.call(ctx, req.Name, "wait", mWait, req, &res)
 		if err == nil || !req.Exit || !errors.Is(err, ErrInvalidStatus) {
 			if err != nil {
 				return nil, err
