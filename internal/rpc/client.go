@@ -46,8 +46,7 @@ type Client struct {
 	opts   ClientOptions
 	nextID atomic.Uint64
 
-	wmu  sync.Mutex // serialises frame writes
-	wbuf []byte
+	w frameWriter
 
 	mu      sync.Mutex
 	pending map[uint64]chan *Response
@@ -76,7 +75,7 @@ func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error)
 // NewClient runs the client protocol over an established connection and
 // takes ownership of it.
 func NewClient(conn net.Conn, opts ClientOptions) *Client {
-	c := &Client{conn: conn, opts: opts, pending: map[uint64]chan *Response{}, done: make(chan struct{})}
+	c := &Client{conn: conn, opts: opts, w: frameWriter{conn: conn}, pending: map[uint64]chan *Response{}, done: make(chan struct{})}
 	go c.readLoop()
 	return c
 }
@@ -224,40 +223,17 @@ func marshalRequest(id uint64, method string, p any) ([]byte, error) {
 // ctx ends the wait, and since a frame cut short leaves the stream unusable,
 // the connection is closed then.
 func (c *Client) send(ctx context.Context, method string, body []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	var err error
-	c.wbuf, err = AppendFrame(c.wbuf[:0], body)
-	if err != nil {
+	err := c.w.writeCtx(ctx, body)
+	var fe *FrameError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
 		return fmt.Errorf("%s: %w", method, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	var dmu sync.Mutex
-	writing := true
-	stop := context.AfterFunc(ctx, func() {
-		dmu.Lock()
-		defer dmu.Unlock()
-		if writing {
-			c.conn.SetWriteDeadline(time.Unix(1, 0))
-		}
-	})
-	_, werr := c.conn.Write(c.wbuf)
-	dmu.Lock()
-	writing = false
-	dmu.Unlock()
-	if !stop() {
-		c.conn.SetWriteDeadline(time.Time{})
-	}
-	if werr != nil {
-		c.conn.Close()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %v", ErrClosed, werr)
-	}
-	if cap(c.wbuf) > 1<<20 {
-		c.wbuf = nil // do not pin a large buffer after a large request
-	}
-	return nil
+	return fmt.Errorf("%w: %v", ErrClosed, err)
 }
 
 // DialUpgrade opens a new connection to socket, sends method with params as

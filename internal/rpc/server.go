@@ -77,12 +77,9 @@ type ServerConn struct {
 	conn net.Conn
 	opts ServeOptions
 
-	wmu    sync.Mutex
-	wbuf   []byte
-	wdlSet time.Time // when the write deadline was last moved
-	// streaming is set once the connection is upgraded to a raw stream:
-	// frames written after that would corrupt it.
-	streaming bool
+	// w writes the frames; it refuses them once the connection is
+	// upgraded to a raw stream, where they would corrupt it.
+	w frameWriter
 }
 
 // NewServerConn wraps conn; Serve runs it.
@@ -96,7 +93,7 @@ func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	return &ServerConn{conn: conn, opts: opts}
+	return &ServerConn{conn: conn, opts: opts, w: frameWriter{conn: conn, timeout: opts.WriteTimeout}}
 }
 
 // Conn returns the underlying connection.
@@ -180,11 +177,8 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
 			if up := s.handleUpgrade(ctx, h, req); up != nil {
 				wg.Wait()
-				s.wmu.Lock()
-				s.streaming = true
-				s.wmu.Unlock()
+				s.w.stop()
 				setReadDeadline(time.Time{})
-				s.conn.SetWriteDeadline(time.Time{})
 				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
 			}
 			continue
@@ -422,31 +416,4 @@ func (s *ServerConn) Notify(method string, params any) error {
 	return s.write(body)
 }
 
-func (s *ServerConn) write(body []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.streaming {
-		return ErrClosed
-	}
-	var err error
-	s.wbuf, err = AppendFrame(s.wbuf[:0], body)
-	if err != nil {
-		return err
-	}
-	// The deadline is moved only when it has come closer than
-	// WriteTimeout by a sixteenth, which bounds each write to between
-	// 15/16 and all of WriteTimeout and saves a timer update per write.
-	if now := time.Now(); now.Sub(s.wdlSet) > s.opts.WriteTimeout/16 {
-		s.conn.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
-		s.wdlSet = now
-	}
-	_, err = s.conn.Write(s.wbuf)
-	if cap(s.wbuf) > 1<<20 {
-		s.wbuf = nil
-	}
-	if err != nil {
-		// A peer that cannot take our frames is gone for our purposes.
-		s.conn.Close()
-	}
-	return err
-}
+func (s *ServerConn) write(body []byte) error { return s.w.write(body) }
