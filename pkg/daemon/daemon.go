@@ -69,7 +69,7 @@ type Config struct {
 	// (and the lock wait of agent.act) when a request leaves them zero;
 	// zero here leaves them to the components.
 	AskTimeout, AskIdle, LockTimeout time.Duration
-	// ChannelQueue bounds each channel's queue; zero is DefaultChannelQueue.
+	// ChannelQueue bounds each channel's queue; zero is channel.DefaultQueue.
 	ChannelQueue int
 
 	// ConfigPath is the config file to watch for live reload; "" watches

@@ -29,6 +29,18 @@
 // in ps, and the worker answers on the same socket once the program has
 // started (or why it could not), before Spawn returns.
 //
+// Attach is the worker's raw stream (worker.attach_stream, an rpc upgrade):
+// output bytes one way, input bytes the other, piped by the Manager to the
+// attacher, with no framing or encoding in between. Workers an older agentd
+// started know only worker.attach (output as JSON notifications, input as
+// one call per chunk); the Manager falls back to it for them, since workers
+// outlive upgrades.
+//
+// Ask, wait and an ask's wait for the program to be ready run on one
+// watcher loop (worker.watch, ask.go): it looks at the session under the
+// worker's lock on every change and when a decision function asks for a
+// later look; each operation is only its decision function.
+//
 // The worker is a child subreaper (PR_SET_CHILD_SUBREAPER): descendants that
 // the program orphans are re-parented to it, so Stop can find and kill every
 // descendant (its process group, its session, and any process below the
