@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -31,9 +32,9 @@ type ServeOptions struct {
 	// peer's writes block: backpressure, not errors). Zero means
 	// DefaultMaxInFlight.
 	MaxInFlight int
-	// ToWireError converts a handler's error into the error object sent.
+	// ToError converts a handler's error into the error object sent.
 	// Nil sends *Error values as they are and anything else as internal.
-	ToWireError func(error) *Error
+	ToError func(error) *Error
 	// OnRequestDone, when set, is told of every answered request (for logs
 	// and metrics): the request, how long it took, and the error sent, if any.
 	OnRequestDone func(req *Request, took time.Duration, err *Error)
@@ -76,11 +77,9 @@ type ServerConn struct {
 	conn net.Conn
 	opts ServeOptions
 
-	wmu  sync.Mutex
-	wbuf []byte
-	// streaming is set once the connection is upgraded to a raw stream:
-	// frames written after that would corrupt it.
-	streaming bool
+	// w writes the frames; it refuses them once the connection is
+	// upgraded to a raw stream, where they would corrupt it.
+	w frameWriter
 }
 
 // NewServerConn wraps conn; Serve runs it.
@@ -94,7 +93,7 @@ func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	return &ServerConn{conn: conn, opts: opts}
+	return &ServerConn{conn: conn, opts: opts, w: frameWriter{conn: conn, timeout: opts.WriteTimeout}}
 }
 
 // Conn returns the underlying connection.
@@ -136,13 +135,23 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 	slots := make(chan struct{}, s.opts.MaxInFlight)
 	work := make(chan func()) // unbuffered: a send succeeds only to an idle handler
 	fr := NewFrameReader(s.conn)
+	armed := false // a read deadline is set
 	for {
 		// Wait for a frame to begin without a deadline: idle is fine.
-		setReadDeadline(time.Time{})
+		if armed {
+			setReadDeadline(time.Time{})
+			armed = false
+		}
 		if err := fr.waitStart(); err != nil {
 			return s.ended(ctx, err)
 		}
-		setReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+		// A frame that arrived whole with its first bytes (the usual
+		// case) cannot stall; only one still arriving gets a deadline.
+		// Each deadline costs two timer updates in the runtime.
+		if !fr.buffered() {
+			setReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+			armed = true
+		}
 		body, err := fr.ReadFrame()
 		if err != nil {
 			var fe *FrameError
@@ -168,11 +177,8 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
 			if up := s.handleUpgrade(ctx, h, req); up != nil {
 				wg.Wait()
-				s.wmu.Lock()
-				s.streaming = true
-				s.wmu.Unlock()
+				s.w.stop()
 				setReadDeadline(time.Time{})
-				s.conn.SetWriteDeadline(time.Time{})
 				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
 			}
 			continue
@@ -279,11 +285,26 @@ func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request)
 	return up
 }
 
+// JSONAppender is a handler result that writes its own JSON (one valid
+// value) straight into the response, so a hot answer needs no buffer of
+// its own per request: agent.hello's answer is most of what a hello
+// allocates otherwise, and allocation drives the collector.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
 func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request) {
 	start := time.Now()
 	result, err := s.call(ctx, h, req)
 	var werr *Error
 	var raw json.RawMessage
+	if app, ok := result.(JSONAppender); ok && err == nil {
+		s.replyAppended(req.ID, app)
+		if s.opts.OnRequestDone != nil {
+			s.opts.OnRequestDone(req, time.Since(start), nil)
+		}
+		return
+	}
 	if err == nil {
 		raw, err = marshalResult(result)
 	}
@@ -323,8 +344,8 @@ func marshalResult(v any) (json.RawMessage, error) {
 }
 
 func (s *ServerConn) toWire(err error) *Error {
-	if s.opts.ToWireError != nil {
-		if e := s.opts.ToWireError(err); e != nil {
+	if s.opts.ToError != nil {
+		if e := s.opts.ToError(err); e != nil {
 			return e
 		}
 	}
@@ -362,6 +383,25 @@ func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
 	}
 }
 
+// replyAppended writes a success whose result app appends itself; like
+// reply, an answer too large for a frame becomes an error response.
+func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
+	bp := replyBufs.Get().(*[]byte)
+	body := append((*bp)[:0], `{"id":`...)
+	body = strconv.AppendUint(body, id, 10)
+	body = append(body, `,"result":`...)
+	body = append(app.AppendJSON(body), '}')
+	if len(body) > MaxFrameSize {
+		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
+			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
+	}
+	s.write(body)
+	if cap(body) <= maxPooledReply {
+		*bp = body
+		replyBufs.Put(bp)
+	}
+}
+
 // Notify sends a notification to the peer. It blocks while the peer is slow
 // to read, up to the write timeout, and returns the write's error.
 func (s *ServerConn) Notify(method string, params any) error {
@@ -376,25 +416,4 @@ func (s *ServerConn) Notify(method string, params any) error {
 	return s.write(body)
 }
 
-func (s *ServerConn) write(body []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.streaming {
-		return ErrClosed
-	}
-	var err error
-	s.wbuf, err = AppendFrame(s.wbuf[:0], body)
-	if err != nil {
-		return err
-	}
-	s.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-	_, err = s.conn.Write(s.wbuf)
-	if cap(s.wbuf) > 1<<20 {
-		s.wbuf = nil
-	}
-	if err != nil {
-		// A peer that cannot take our frames is gone for our purposes.
-		s.conn.Close()
-	}
-	return err
-}
+func (s *ServerConn) write(body []byte) error { return s.w.write(body) }
