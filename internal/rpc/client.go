@@ -183,7 +183,7 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 
 	if err := c.send(ctx, method, body); err != nil {
 		c.forget(id)
-		return nil, err
+		return nil, c.peerReason(ctx, err)
 	}
 	select {
 	case resp, ok := <-ch:
@@ -199,6 +199,31 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 		return nil, ctx.Err()
 	}
 }
+
+// peerReason returns why the peer closed the connection when a write found
+// it closed: a daemon that turns a connection away (busy, permission
+// denied) answers first and closes, and that answer, which the reader is
+// about to record, says more than a broken pipe.
+func (c *Client) peerReason(ctx context.Context, sendErr error) error {
+	if !errors.Is(sendErr, ErrClosed) {
+		return sendErr
+	}
+	t := time.NewTimer(peerReasonWait)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		if err := c.Err(); errors.As(err, new(*Error)) {
+			return err
+		}
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return sendErr
+}
+
+// peerReasonWait bounds the wait for the reader after a failed write; the
+// peer has closed, so the reader sees the end of the stream at once.
+const peerReasonWait = 2 * time.Second
 
 func (c *Client) forget(id uint64) {
 	c.mu.Lock()

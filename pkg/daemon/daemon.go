@@ -431,14 +431,22 @@ const refuseLinger = 200 * time.Millisecond
 // It drains what the client already sent before closing: closing a socket
 // with unread data resets it, and the client would lose the answer.
 func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
-	c.SetDeadline(time.Now().Add(refuseLinger))
+	// The answer gets its own deadline: on a busy machine this goroutine
+	// may start late, and a linger that had already run out would drop the
+	// answer and leave the client with a bare EOF.
+	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	if body, err := rpc.AppendResponse(nil, 0, nil, e); err == nil {
 		rpc.WriteFrame(c, body)
 	}
 	c.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(refuseLinger))
 	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 	c.Close()
 }
+
+// refuseWriteTimeout bounds writing a refusal to a client that does not
+// read it.
+const refuseWriteTimeout = 5 * time.Second
 
 func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	id := d.nextConn.Add(1)

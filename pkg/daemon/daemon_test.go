@@ -199,7 +199,9 @@ func header(n uint32) []byte { return binary.LittleEndian.AppendUint32(nil, n) }
 // response reads one response frame within 5 s.
 func (r *rawConn) response() *wire.Response {
 	r.t.Helper()
-	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Generous: a 16 MiB frame under -race on a busy 2-core machine took
+	// 14 s; the deadline only turns a hang into a failure.
+	r.SetReadDeadline(time.Now().Add(60 * time.Second))
 	body, err := r.fr.ReadFrame()
 	if err != nil {
 		r.t.Fatalf("read response: %v", err)
