@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	s := loaded.Settings
+	setMemoryLimit(s.MemoryBudget)
 	level := &atomic.Value{}
 	log, err := newLogger(stderr, s.LogLevel, s.LogFormat, level)
 	if err != nil {
@@ -136,6 +138,19 @@ func describePath(l *config.Loaded) string {
 	}
 	return l.Path
 }
+
+// setMemoryLimit makes the Go runtime collect hard as the heap nears the
+// memory budget plus a margin for everything else, and hand memory back
+// after a burst, unless the user set GOMEMLIMIT.
+func setMemoryLimit(budget int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(budget + memoryMargin)
+	}
+}
+
+// memoryMargin is what the daemon needs beside the budget: sessions'
+// screens, caches and the runtime.
+const memoryMargin = 128 << 20
 
 // resolve records the values the daemon will use where the settings leave
 // them to the environment, for --print-config.
@@ -188,7 +203,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		ReadTimeout: s.ReadTimeout.D(), ShutdownGrace: s.ShutdownGrace.D(), EventLogCap: s.EventLogCap,
 		Display: display, AllowAct: s.AllowAct, AuditMaxBytes: s.AuditLogCap,
 		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
-		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel,
+		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 	}
 }
 

@@ -45,6 +45,7 @@ type Settings struct {
 	EventLogCap    int64    `toml:"event_log_cap" doc:"bytes of event log kept per session; older records rotate out" live:"false"`
 	ChannelQueue   int      `toml:"channel_queue" doc:"messages queued per channel before pushes are answered busy" live:"true"`
 	AuditLogCap    int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
+	MemoryBudget   int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -60,6 +61,7 @@ func Defaults() Settings {
 		EventLogCap:    64 << 20,
 		ChannelQueue:   1024,
 		AuditLogCap:    16 << 20,
+		MemoryBudget:   256 << 20,
 	}
 }
 
@@ -377,6 +379,10 @@ func validate(path string, data []byte, l *Loaded) error {
 			return fmt.Errorf("%s: %s must be positive, not %s", where(f.Key), f.Key, s.Value(f))
 		}
 	}
+	// One frame must fit, or the largest requests could never pass.
+	if s.MemoryBudget < MinMemoryBudget {
+		return fmt.Errorf("%s: memory_budget %d is below one frame (%d bytes, 16 MiB); give at least that, 268435456 (256 MiB) is the default", where("memory_budget"), s.MemoryBudget, MinMemoryBudget)
+	}
 	switch s.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -423,6 +429,10 @@ func (l *Loaded) Print(w *bytes.Buffer) {
 		fmt.Fprintf(w, "%s = %s  # %s\n", f.Key, l.Settings.Value(f), l.Sources[f.Key])
 	}
 }
+
+// MinMemoryBudget is the smallest memory_budget: one frame of the wire's
+// 16 MiB limit.
+const MinMemoryBudget = 16 << 20
 
 // DisplayNone is the display setting that turns the screen off.
 const DisplayNone = "none"

@@ -57,7 +57,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		Socket: "/tmp/x.sock", StateDir: "/tmp/state", LogLevel: "debug", LogFormat: "json", Display: ":5",
 		AllowAct: true, MaxConnections: 7, ReadTimeout: Duration(3 * time.Second), ShutdownGrace: Duration(time.Second),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
-		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21,
+		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20,
 	}
 	var b strings.Builder
 	for _, f := range Fields() {
@@ -116,6 +116,7 @@ func TestBadConfigs(t *testing.T) {
 		{"duration as a float", "ask_idle = 0.5\n", []string{":1:", "ask_idle", "unit"}},
 		{"negative limit", "\n\nmax_connections = -3\n", []string{":3:", "max_connections", "positive"}},
 		{"zero queue", "channel_queue = 0\n", []string{"channel_queue", "positive"}},
+		{"budget below a frame", "memory_budget = 1048576\n", []string{":1:", "memory_budget", "below one frame", "16 MiB"}},
 		{"socket too long", "socket = \"" + long + "\"\n", []string{"socket", "shorter", "--socket", "AGENTD_SOCKET"}},
 		{"relative socket", "socket = \"agentd.sock\"\n", []string{"socket", "absolute"}},
 		{"bad display", "display = \"zero\"\n", []string{"display", ":0"}},

@@ -75,23 +75,53 @@ func NewFrameReader(r io.Reader) *FrameReader {
 // ErrTruncatedFrame. The length is checked against MaxFrameSize before any
 // allocation. The returned slice is the caller's to keep.
 func (fr *FrameReader) ReadFrame() ([]byte, error) {
+	size, err := fr.header()
+	if err != nil {
+		return nil, err
+	}
+	return fr.body(size)
+}
+
+// header reads the next frame's header and checks its length.
+func (fr *FrameReader) header() (uint32, error) {
 	n, err := io.ReadFull(fr.r, fr.hdr[:])
 	if err != nil {
 		if err == io.EOF {
-			return nil, io.EOF
+			return 0, io.EOF
 		}
 		if err == io.ErrUnexpectedEOF {
-			return nil, &FrameError{Err: ErrTruncatedFrame, Got: n}
+			return 0, &FrameError{Err: ErrTruncatedFrame, Got: n}
 		}
-		return nil, err
+		return 0, err
 	}
 	size := binary.LittleEndian.Uint32(fr.hdr[:])
 	if size == 0 {
-		return nil, &FrameError{Err: ErrEmptyFrame}
+		return 0, &FrameError{Err: ErrEmptyFrame}
 	}
 	if size > MaxFrameSize {
-		return nil, &FrameError{Err: ErrFrameTooLarge, Length: size}
+		return 0, &FrameError{Err: ErrFrameTooLarge, Length: size}
 	}
+	return size, nil
+}
+
+// skip reads a frame body of size bytes and drops it, keeping only its
+// first keep bytes (enough to find the request's id), so a frame refused
+// for lack of memory costs none.
+func (fr *FrameReader) skip(size uint32, keep int) ([]byte, error) {
+	prefix := make([]byte, min(int(size), keep))
+	n, err := io.ReadFull(fr.r, prefix)
+	if err != nil {
+		return nil, truncated(err, size, n)
+	}
+	m, err := io.CopyN(io.Discard, fr.r, int64(size)-int64(n))
+	if err != nil {
+		return nil, truncated(err, size, n+int(m))
+	}
+	return prefix, nil
+}
+
+// body reads a frame body of size bytes, checked by header.
+func (fr *FrameReader) body(size uint32) ([]byte, error) {
 	if size <= initialBodyAlloc {
 		body := make([]byte, size)
 		n, err := io.ReadFull(fr.r, body)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,9 @@ type ServeOptions struct {
 	// *Upgrade. Those are handled on the reading goroutine, so no frame is
 	// read past them while they decide.
 	MayUpgrade func(method string) bool
+	// Budget, when set, bounds the bytes held in large requests and
+	// answers, shared with every connection given the same Budget.
+	Budget *Budget
 }
 
 // Upgrade is a handler result that switches the connection from frames to
@@ -152,7 +156,10 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			setReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 			armed = true
 		}
-		body, err := fr.ReadFrame()
+		body, held, err := s.readFrame(ctx, fr)
+		if err == errRefused {
+			continue
+		}
 		if err != nil {
 			var fe *FrameError
 			if errors.As(err, &fe) {
@@ -164,6 +171,7 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		}
 		req, derr := DecodeRequest(body)
 		if derr != nil {
+			s.opts.Budget.release(held)
 			var id uint64
 			if req != nil {
 				id = req.ID
@@ -175,6 +183,7 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			continue
 		}
 		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
+			s.opts.Budget.release(held)
 			if up := s.handleUpgrade(ctx, h, req); up != nil {
 				wg.Wait()
 				s.w.stop()
@@ -184,21 +193,23 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			continue
 		}
 		if s.opts.Inline != nil && s.opts.Inline(req.Method) {
-			s.handle(ctx, h, req)
+			s.handle(ctx, h, req, held)
 			continue
 		}
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
+			s.opts.Budget.release(held)
 			return s.ended(ctx, ctx.Err())
 		}
 		if ctx.Err() != nil {
+			s.opts.Budget.release(held)
 			return nil
 		}
 		wg.Add(1)
 		job := func() {
 			defer func() { <-slots; wg.Done() }()
-			s.handle(ctx, h, req)
+			s.handle(ctx, h, req, held)
 		}
 		// Hand the request to an idle handler goroutine if there is one:
 		// a fresh goroutine would grow its stack again for every request.
@@ -260,6 +271,62 @@ type streamRW struct {
 func (s streamRW) Read(p []byte) (int, error)  { return s.r.Read(p) }
 func (s streamRW) Write(p []byte) (int, error) { return s.w.Write(p) }
 
+// errRefused tells Serve that readFrame answered a frame itself.
+var errRefused = errors.New("frame refused")
+
+// idPrefix is how much of a refused frame is kept to find its id.
+const idPrefix = 256
+
+// readFrame reads the next frame, taking a large one's size from the
+// budget first (held says how much). A frame that finds no room is read
+// and dropped and answered busy under its id; errRefused says so.
+func (s *ServerConn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held int64, err error) {
+	size, err := fr.header()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !s.opts.Budget.acquire(ctx, int64(size), budgetWait) {
+		prefix, err := fr.skip(size, idPrefix)
+		if err != nil {
+			return nil, 0, err
+		}
+		id := leadingID(prefix)
+		e := s.opts.Budget.busyError("a request", int(size))
+		s.reply(id, nil, e)
+		if s.opts.OnRequestDone != nil {
+			s.opts.OnRequestDone(&Request{ID: id}, 0, e)
+		}
+		return nil, 0, errRefused
+	}
+	if size > SmallFrame && s.opts.Budget != nil {
+		held = int64(size)
+	}
+	body, err = fr.body(size)
+	if err != nil {
+		s.opts.Budget.release(held)
+		return nil, 0, err
+	}
+	return body, held, nil
+}
+
+// leadingID finds the id of a request from the start of its frame, where
+// agentd's clients put it ({"id":N,...}); 0 when it is not there.
+func leadingID(prefix []byte) uint64 {
+	i := bytes.Index(prefix, []byte(`"id"`))
+	if i < 0 {
+		return 0
+	}
+	i = skipSpace(prefix, i+4)
+	if i >= len(prefix) || prefix[i] != ':' {
+		return 0
+	}
+	id, _, ok := plainUint(prefix, skipSpace(prefix, i+1))
+	if !ok {
+		return 0
+	}
+	return id
+}
+
 // handleUpgrade runs a request that may upgrade the connection and answers
 // it; it returns the upgrade when the handler asked for one.
 func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgrade {
@@ -293,9 +360,12 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request) {
+// handle runs a request and answers it; held is what its frame took from
+// the budget, returned once the handler is done with the params.
+func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request, held int64) {
 	start := time.Now()
 	result, err := s.call(ctx, h, req)
+	s.opts.Budget.release(held)
 	var werr *Error
 	var raw json.RawMessage
 	if app, ok := result.(JSONAppender); ok && err == nil {
@@ -376,7 +446,7 @@ func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
 	if err != nil {
 		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
 	}
-	s.write(body)
+	body = s.writeBudgeted(id, body)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
@@ -395,11 +465,30 @@ func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
 		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
 			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
 	}
-	s.write(body)
+	body = s.writeBudgeted(id, body)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
 	}
+}
+
+// writeBudgeted writes a response, holding a large one's size in the budget
+// while it is written (a slow reader keeps it in memory that long); one
+// that finds no room is answered busy instead. It returns the buffer used.
+func (s *ServerConn) writeBudgeted(id uint64, body []byte) []byte {
+	n := int64(len(body))
+	if s.opts.Budget == nil || n <= SmallFrame {
+		s.write(body)
+		return body
+	}
+	if !s.opts.Budget.acquire(context.Background(), n, budgetWait) {
+		body, _ = AppendResponse(body[:0], id, nil, s.opts.Budget.busyError("an answer", int(n)))
+		s.write(body)
+		return body
+	}
+	s.write(body)
+	s.opts.Budget.release(n)
+	return body
 }
 
 // Notify sends a notification to the peer. It blocks while the peer is slow

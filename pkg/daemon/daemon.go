@@ -71,6 +71,10 @@ type Config struct {
 	AskTimeout, AskIdle, LockTimeout time.Duration
 	// ChannelQueue bounds each channel's queue; zero is channel.DefaultQueue.
 	ChannelQueue int
+	// MemoryBudget bounds the bytes held at once, across connections, in
+	// large requests being read and large answers being written (see
+	// rpc.Budget); zero is DefaultMemoryBudget. It needs a restart.
+	MemoryBudget int64
 
 	// ConfigPath is the config file to watch for live reload; "" watches
 	// nothing. Reload reads it again (with the command line's flags on
@@ -121,7 +125,14 @@ func (c *Config) setDefaults() {
 	if c.ReconcileTimeout <= 0 {
 		c.ReconcileTimeout = DefaultReconcileTimeout
 	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
 }
+
+// DefaultMemoryBudget is the daemon-wide memory budget of large requests
+// and answers.
+const DefaultMemoryBudget = 256 << 20
 
 // Daemon is a running agentd: the listener, its connections and components.
 type Daemon struct {
@@ -136,6 +147,7 @@ type Daemon struct {
 	screen   screenService
 	channels *channel.Registry
 	build    func() string
+	budget   *rpc.Budget // shared by every connection
 
 	conns     sync.WaitGroup
 	openConns atomic.Int64
@@ -164,6 +176,7 @@ func New(cfg Config) *Daemon {
 		router:   newRouter(),
 		started:  time.Now(),
 		channels: channel.NewRegistry(),
+		budget:   rpc.NewBudget(cfg.MemoryBudget),
 	}
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.setLogLevel(cfg.LogLevel)
@@ -468,6 +481,7 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	conn.sc = rpc.NewServerConn(uc, rpc.ServeOptions{
 		ReadTimeout: d.live.Load().ReadTimeout,
 		ToError:     toWireError,
+		Budget:      d.budget,
 		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
