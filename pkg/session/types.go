@@ -240,10 +240,18 @@ const (
 	mSnapshot = "worker.snapshot"
 	mResize   = "worker.resize"
 	mStop     = "worker.stop"
-	mAttach   = "worker.attach"
-	mCancel   = "worker.cancel"
-	mRecord   = "worker.record"
-	nOutput   = "worker.output"
+	// mAttach streams output as nOutput notifications and takes input
+	// as mSend calls. Workers keep serving it, and the Manager falls back
+	// to it, only for workers started by an older agentd, which know no
+	// mAttachStream (workers outlive upgrades).
+	mAttach = "worker.attach"
+	// mAttachStream upgrades its connection to the raw terminal: output
+	// bytes from the worker, input bytes to it, as agent.attach does on
+	// agentd's socket.
+	mAttachStream = "worker.attach_stream"
+	mCancel       = "worker.cancel"
+	mRecord       = "worker.record"
+	nOutput       = "worker.output"
 )
 
 // workerSpec is what the Manager hands a new worker on fd 3.
