@@ -1,0 +1,301 @@
+package test
+
+// agentctl's command line as people use it (issue 15): help per verb,
+// global flags anywhere, --version, one JSON shape. Everything goes
+// through the built binary.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+func TestEveryVerbHasItsOwnHelp(t *testing.T) {
+	t.Parallel()
+	h := newHome(t) // no daemon: help never needs one
+	verbs := []string{"spawn", "ask", "list", "status", "stop", "rm", "reconcile", "logs", "send", "snapshot", "wait",
+		"resize", "attach", "screen", "screenshot", "act", "version", "hello", "mcp", "serve", "channel",
+		"channel listen", "channel push", "channel list", "channel reply", "channel mcp", "completion"}
+	for _, v := range verbs {
+		words := strings.Fields(v)
+		for _, args := range [][]string{append(words, "--help"), append(words, "-h"), append([]string{"help"}, words...)} {
+			out, errOut, code := h.agentctl("", args...)
+			if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "agentctl "+v) || errOut != "" {
+				t.Errorf("agentctl %s: exit %d, stderr %q, stdout:\n%s\nwant exit 0 and the usage of %q", strings.Join(args, " "), code, errOut, out, v)
+			}
+		}
+	}
+	// The top-level help still ends with the exit statuses.
+	if out, _, code := h.agentctl("", "--help"); code != 0 || !strings.Contains(out, "Exit status:") || !strings.Contains(out, "69  unreachable") {
+		t.Errorf("agentctl --help: exit %d\n%s\nwant the exit table", code, out)
+	}
+}
+
+func TestUnknownCommandsAndTopicsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, ""}, // the help, on stdout, with the usage status
+		{[]string{"spwan", "x"}, "did you mean spawn?"},
+		{[]string{"help", "nosuch"}, "no help for \"nosuch\""},
+		{[]string{"channel"}, "channel needs a command"},
+		{[]string{"channel", "shout"}, `unknown channel command "shout"`},
+		{[]string{"list", "--nope"}, "unknown flag: --nope; see agentctl list --help"},
+		{[]string{"status"}, "usage: agentctl status NAME"},
+	} {
+		_, errOut, code := h.agentctl("", tc.args...)
+		if code != wire.ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("agentctl %s: exit %d, stderr %q; want %d and %q", strings.Join(tc.args, " "), code, errOut, wire.ExitUsage, tc.want)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	out, errOut, code := h.agentctl("", "--version")
+	if code != 0 || !strings.HasPrefix(out, "agentctl ") || errOut != "" {
+		t.Errorf("agentctl --version: exit %d, stdout %q, stderr %q; want agentctl VERSION on stdout", code, out, errOut)
+	}
+}
+
+// envelope is one --json line.
+type envelope struct {
+	OK        bool            `json:"ok"`
+	Command   string          `json:"command"`
+	Type      string          `json:"type"`
+	Timestamp string          `json:"timestamp"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	} `json:"error"`
+}
+
+// envelopes reads stdout as JSON Lines of envelopes, failing the test on
+// any line that is not one.
+func envelopes(t *testing.T, args []string, stdout string) []envelope {
+	t.Helper()
+	var out []envelope
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e envelope
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Command == "" || e.Type == "" || e.Timestamp == "" {
+			t.Fatalf("agentctl %s: line %q is not an envelope (%v)", strings.Join(args, " "), sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestGlobalFlagsGoBeforeOrAfterTheVerb(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "cat")
+	for _, args := range [][]string{
+		{"--json", "list"}, {"list", "--json"},
+		{"--json", "status", "s1"}, {"status", "s1", "--json"}, {"status", "--json", "s1"},
+		{"version", "--json"}, {"hello", "--json"},
+		{"status", "s1", "--json", "--socket", h.socket}, {"--timeout", "10s", "list", "--json"},
+	} {
+		out, errOut, code := h.agentctl("", args...)
+		if code != 0 {
+			t.Errorf("agentctl %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+			continue
+		}
+		env := envelopes(t, args, out)
+		if len(env) != 1 || !env[0].OK || env[0].Type != "result" || len(env[0].Result) == 0 {
+			t.Errorf("agentctl %s: %s, want one result envelope", strings.Join(args, " "), out)
+		}
+	}
+	// A wrong socket after the verb is used, not ignored.
+	_, _, code := h.agentctl("", "list", "--socket", h.socket+".none")
+	if code != wire.ExitUnreachable {
+		t.Errorf("list --socket NOWHERE: exit %d, want %d", code, wire.ExitUnreachable)
+	}
+}
+
+// agentctlAt runs agentctl in dir with extra environment.
+func (h *home) agentctlAt(dir string, extraEnv []string, args ...string) (string, string, int) {
+	h.t.Helper()
+	cmd := exec.Command(bin.agentctl, args...)
+	cmd.Env = h.env(extraEnv...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestSpawnRunsInTheCallersDirectory(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	work := t.TempDir()
+	sub := filepath.Join(work, "sub")
+	os.Mkdir(sub, 0o755)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"here", []string{"spawn", "here", "--", "pwd"}, work},
+		{"dot", []string{"spawn", "dot", "--cwd", ".", "--", "pwd"}, work},
+		{"relative", []string{"spawn", "rel", "--cwd", "sub", "--", "pwd"}, sub},
+		{"absolute", []string{"spawn", "abs", "--cwd", sub, "--", "pwd"}, sub},
+	} {
+		if out, errOut, code := h.agentctlAt(work, nil, tc.args...); code != 0 {
+			t.Fatalf("%s: agentctl %s: exit %d\n%s%s", tc.name, strings.Join(tc.args, " "), code, out, errOut)
+		}
+		name := tc.args[1]
+		h.ctl(0, "--timeout", "20s", "wait", name, "--exit")
+		var st wire.SessionStatus
+		json.Unmarshal([]byte(h.ctl(0, "--json", "status", name)), &struct{ Result *wire.SessionStatus }{&st})
+		logs := h.ctl(0, "logs", name)
+		if st.Cwd != tc.want || !strings.Contains(logs, tc.want) {
+			t.Errorf("%s: cwd %q, pwd printed %q; want %s", tc.name, st.Cwd, logs, tc.want)
+		}
+	}
+}
+
+func TestListSortsNaturallyFitsAndFilters(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	for _, n := range []string{"w-10", "w-2", "w-1"} {
+		h.ctl(0, "spawn", n, "--", "sh", "-c", "echo 'a long line of text'; exec cat", "--", strings.Repeat("x", 90))
+	}
+	h.ctl(0, "spawn", "done", "--", "true")
+	h.ctl(0, "--timeout", "20s", "wait", "done", "--exit")
+
+	out, _, _ := h.agentctlAt(t.TempDir(), []string{"COLUMNS=80"}, "list")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var names []string
+	for _, l := range lines[1:] {
+		names = append(names, strings.Fields(l)[0])
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("COLUMNS=80: a line of %d columns: %q", n, l)
+		}
+	}
+	if strings.Join(names, " ") != "done w-1 w-2 w-10" {
+		t.Errorf("list order %v, want done w-1 w-2 w-10\n%s", names, out)
+	}
+	// Piped with no COLUMNS: whole, and quoted as a shell needs it.
+	if out := h.ctl(0, "list"); !strings.Contains(out, "sh -c 'echo '\\''a long line of text'\\''; exec cat' -- "+strings.Repeat("x", 90)) {
+		t.Errorf("list without COLUMNS does not show the command whole and shell-quoted:\n%s", out)
+	}
+	for _, l := range strings.Split(h.ctl(0, "list"), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "done" && f[2] != "-" {
+			t.Errorf("an ended session shows pid %s: %q", f[2], l)
+		}
+	}
+	if out := h.ctl(0, "list", "-q"); out != "done\nw-1\nw-2\nw-10\n" {
+		t.Errorf("list -q = %q, want the names in natural order", out)
+	}
+	if out := h.ctl(0, "list", "-q", "--status", "exited"); out != "done\n" {
+		t.Errorf("list -q --status exited = %q, want done", out)
+	}
+	if out := h.ctl(0, "list", "-q", "--status", "running,exited"); out != "done\nw-1\nw-2\nw-10\n" {
+		t.Errorf("list -q --status running,exited = %q", out)
+	}
+	if _, errOut, code := h.agentctl("", "list", "--status", "runing"); code != wire.ExitUsage || !strings.Contains(errOut, "running") {
+		t.Errorf("list --status runing: exit %d, %q; want usage naming the statuses", code, errOut)
+	}
+}
+
+func TestJSONIsOneEnvelopeShapeEverywhere(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh", "-c", "echo one; echo two; exec cat")
+	h.ctl(0, "--timeout", "20s", "wait", "s1", "--until", "two")
+
+	// A stream: one envelope per event, then the result that ends it.
+	args := []string{"--json", "logs", "s1"}
+	out := h.ctl(0, args...)
+	env := envelopes(t, args, out)
+	if len(env) < 2 || env[len(env)-1].Type != "result" {
+		t.Fatalf("logs --json:\n%s\nwant event envelopes, then a result", out)
+	}
+	for _, e := range env[:len(env)-1] {
+		if e.Type != "event" || e.Command != "logs" || !e.OK {
+			t.Errorf("logs --json line %+v, want ok, command logs, type event", e)
+		}
+	}
+	if !strings.Contains(out, `"data":"one\r\n`) {
+		t.Errorf("logs --json has not the output:\n%s", out)
+	}
+
+	// Sub-commands report their full verb.
+	lp := h.startListen("--json", "--id", "c1", "--count", "1")
+	h.awaitChannel("c1")
+	args = []string{"--json", "channel", "push", "c1", `{"n": 1}`}
+	env = envelopes(t, args, h.ctl(0, args...))
+	if len(env) != 1 || env[0].Command != "channel push" || env[0].Type != "result" {
+		t.Errorf("channel push --json: %+v, want one result of command \"channel push\"", env)
+	}
+	select {
+	case <-lp.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("channel listen --count 1 still running after its message\nstdout: %s\nstderr: %s", lp.stdout, lp.stderr)
+	}
+	args = []string{"--json", "channel", "listen"}
+	env = envelopes(t, args, lp.stdout.String())
+	var types []string
+	for _, e := range env {
+		types = append(types, e.Type)
+		if e.Command != "channel listen" {
+			t.Errorf("channel listen --json line of command %q", e.Command)
+		}
+	}
+	if strings.Join(types, ",") != "listening,message,result" || !strings.Contains(string(env[1].Result), `"message":{"n":1}`) {
+		t.Errorf("channel listen --json:\n%s\nwant listening, message, result", lp.stdout)
+	}
+
+	// Errors are envelopes too, with the exit status of their code.
+	args = []string{"status", "ghost", "--json"}
+	out, _, code := h.agentctl("", args...)
+	env = envelopes(t, args, out)
+	if code != 13 || len(env) != 1 || env[0].OK || env[0].Type != "error" || env[0].Error == nil || env[0].Error.Code != "agent_not_found" {
+		t.Errorf("status ghost --json: exit %d, %s; want 13 and one error envelope", code, out)
+	}
+	args = []string{"list", "--json", "--nope"}
+	out, _, code = h.agentctl("", args...)
+	env = envelopes(t, args, out)
+	if code != wire.ExitUsage || len(env) != 1 || env[0].Error == nil || env[0].Error.Code != "usage" {
+		t.Errorf("list --json --nope: exit %d, %s; want a usage envelope", code, out)
+	}
+}
+
+func TestATimeoutShowsWhatWasSeenOnStderr(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh", "-c", "echo the-last-thing-printed; exec cat")
+	h.ctl(0, "--timeout", "20s", "wait", "s1", "--until", "the-last-thing")
+	out, errOut, code := h.agentctl("", "--timeout", "1s", "wait", "s1", "--until", "never-printed")
+	if code != 21 || out != "" || !strings.Contains(errOut, "last lines of the screen:\n") || !strings.Contains(errOut, "  the-last-thing-printed") {
+		t.Errorf("wait past its timeout: exit %d, stdout %q, stderr:\n%s\nwant 21 and the screen's last lines on stderr", code, out, errOut)
+	}
+}
