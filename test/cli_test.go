@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,5 +298,99 @@ func TestATimeoutShowsWhatWasSeenOnStderr(t *testing.T) {
 	out, errOut, code := h.agentctl("", "--timeout", "1s", "wait", "s1", "--until", "never-printed")
 	if code != 21 || out != "" || !strings.Contains(errOut, "last lines of the screen:\n") || !strings.Contains(errOut, "  the-last-thing-printed") {
 		t.Errorf("wait past its timeout: exit %d, stdout %q, stderr:\n%s\nwant 21 and the screen's last lines on stderr", code, out, errOut)
+	}
+}
+
+// completionScript is a shell program that loads agentctl's completion
+// script for shell and prints what Tab offers after line.
+func completionScript(shell, line string) []string {
+	words := strings.Fields(line)
+	switch shell {
+	case "bash":
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + w + "'"
+		}
+		// As bash calls a completion function: the words so far and the
+		// index of the one under the cursor.
+		prog := fmt.Sprintf(`source <(agentctl completion bash)
+COMP_WORDS=(%s)
+COMP_CWORD=%d
+COMP_LINE=%q
+COMP_POINT=${#COMP_LINE}
+__start_agentctl
+printf '%%s\n' "${COMPREPLY[@]}"
+`, strings.Join(quoted, " "), len(words)-1, line)
+		return []string{"bash", "--norc", "--noprofile", "-c", prog}
+	case "bash-completion":
+		// The same, with the bash-completion package loaded first, as on
+		// most desktops.
+		argv := completionScript("bash", line)
+		argv[len(argv)-1] = "source /usr/share/bash-completion/bash_completion\n" + argv[len(argv)-1]
+		return argv
+	case "fish":
+		return []string{"fish", "--no-config", "-c", fmt.Sprintf("agentctl completion fish | source; complete -C %q", line)}
+	}
+	return nil
+}
+
+func TestCompletionOffersSessionNamesFromTheDaemon(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	for _, n := range []string{"web-10", "web-2", "db"} {
+		h.ctl(0, "spawn", n, "--", "cat")
+	}
+	h.startListen("--id", "jobs.1")
+	h.awaitChannel("jobs.1")
+	shells := []string{"bash"}
+	if _, err := os.Stat("/usr/share/bash-completion/bash_completion"); err == nil {
+		shells = append(shells, "bash-completion")
+	}
+	if _, err := exec.LookPath("fish"); err == nil {
+		shells = append(shells, "fish")
+	} else {
+		t.Log("fish is not installed: its completion is not tested")
+	}
+	for _, shell := range shells {
+		for _, tc := range []struct {
+			line string
+			want []string
+		}{
+			{"agentctl status web", []string{"web-2", "web-10"}},
+			{"agentctl --json ask d", []string{"db"}},
+			{"agentctl channel push --session w", []string{"web-2", "web-10"}},
+			{"agentctl channel push jo", []string{"jobs.1"}},
+		} {
+			// Tab on a word being typed: the line ends mid-word.
+			argv := completionScript(shell, tc.line)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = h.env("PATH=" + bin.dir + ":" + os.Getenv("PATH"))
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Errorf("%s: completing %q: %v\n%s", shell, tc.line, err, errb.String())
+				continue
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if f := strings.Fields(l); len(f) > 0 {
+					got = append(got, f[0]) // fish adds the description after a tab
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("%s: Tab after %q offers %q, want %q\nstderr: %s", shell, tc.line, got, tc.want, errb.String())
+			}
+		}
+	}
+}
+
+func TestCompletionWithoutADaemonOffersNothingQuickly(t *testing.T) {
+	t.Parallel()
+	h := newHome(t) // no daemon
+	start := time.Now()
+	out, errOut, code := h.agentctl("", "__complete", "status", "w")
+	if code != 0 || strings.TrimSpace(out) != ":4" || time.Since(start) > 10*time.Second {
+		t.Errorf("completion with no daemon: exit %d after %s, stdout %q, stderr %q; want no candidates and no file names (:4)", code, time.Since(start), out, errOut)
 	}
 }

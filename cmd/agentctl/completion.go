@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strings"
 	"time"
 
@@ -91,4 +92,54 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// bashFallback lets the bash script work in a bash without the
+// bash-completion package: cobra's script needs its
+// _get_comp_words_by_ref, and a plain bash (a container, a minimal
+// install) has none, which left Tab doing nothing. This one takes the words
+// as bash split them; bash-completion's, when loaded, is used instead.
+const bashFallback = `# Without the bash-completion package: the words as bash split them.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+}
+fi
+`
+
+func completionVerb() verb {
+	shell := func(name, how string, gen func(root *cobra.Command, e *env) error) verb {
+		return verb{
+			use:     name,
+			summary: "print the " + name + " completion script",
+			long:    "Print the " + name + " completion script: Tab completes commands, flags, and session names and channel ids\nfrom the running agentd.\n\n" + how,
+			run: func(ctx context.Context, e *env, args []string) (any, error) {
+				if err := gen(e.cmd.Root(), e); err != nil {
+					return nil, err
+				}
+				return nil, errPrinted
+			},
+		}
+	}
+	return verb{
+		use:     "completion SHELL",
+		summary: "print a shell completion script (bash, zsh, fish)",
+		long:    "Print a completion script for bash, zsh or fish; see agentctl completion SHELL --help for where it goes.",
+		subs: []verb{
+			shell("bash", "  source <(agentctl completion bash)    # now; add the line to ~/.bashrc for every shell",
+				func(root *cobra.Command, e *env) error {
+					if _, err := io.WriteString(e.stdout, bashFallback); err != nil {
+						return err
+					}
+					return root.GenBashCompletionV2(e.stdout, true)
+				}),
+			shell("zsh", "  agentctl completion zsh > \"${fpath[1]}/_agentctl\"    # then start a new shell",
+				func(root *cobra.Command, e *env) error { return root.GenZshCompletion(e.stdout) }),
+			shell("fish", "  agentctl completion fish > ~/.config/fish/completions/agentctl.fish",
+				func(root *cobra.Command, e *env) error { return root.GenFishCompletion(e.stdout, true) }),
+		},
+	}
 }

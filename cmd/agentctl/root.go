@@ -61,7 +61,7 @@ func verbTable() []namedVerb {
 		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},
-		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb},
+		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
 	}
 }
 
@@ -123,6 +123,8 @@ func newRoot(e *env, args []string) *cobra.Command {
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
+		// agentctl's own completion verb adds what a plain bash lacks.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		// No command: the help, and the usage exit status, for a
 		// script that forgot its verb.
 		RunE: func(c *cobra.Command, args []string) error {
