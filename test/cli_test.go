@@ -9,13 +9,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -392,5 +396,77 @@ func TestCompletionWithoutADaemonOffersNothingQuickly(t *testing.T) {
 	out, errOut, code := h.agentctl("", "__complete", "status", "w")
 	if code != 0 || strings.TrimSpace(out) != ":4" || time.Since(start) > 10*time.Second {
 		t.Errorf("completion with no daemon: exit %d after %s, stdout %q, stderr %q; want no candidates and no file names (:4)", code, time.Since(start), out, errOut)
+	}
+}
+
+// openTestPTY opens a pseudo-terminal pair, for a process whose stderr
+// must be a terminal.
+func openTestPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Close() })
+	var n int
+	sc, _ := master.SyscallConn()
+	sc.Control(func(fd uintptr) {
+		if err = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); err == nil {
+			n, err = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
+		}
+		if err == nil {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: 120, Row: 40})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
+
+func TestProgressShowsOnATerminalOnly(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "cat")
+	args := []string{"--timeout", "3s", "wait", "s1", "--until", "never-printed"}
+
+	// stderr on a terminal: the spinner, then the line erased before the error.
+	master, slave := openTestPTY(t)
+	cmd := exec.Command(bin.agentctl, args...)
+	cmd.Env = h.env()
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	tty := &syncBuffer{}
+	copied := make(chan struct{})
+	go func() { io.Copy(tty, master); close(copied) }() // ends with EIO once agentctl exits
+	cmd.Wait()
+	<-copied
+	if code := cmd.ProcessState.ExitCode(); code != 21 {
+		t.Errorf("wait past its timeout on a terminal: exit %d, want 21\n%q", code, tty.String())
+	}
+	screen := tty.String()
+	if !strings.Contains(screen, "waiting for s1: until never-printed (") || !strings.Contains(screen, "s)") {
+		t.Errorf("no spinner on the terminal:\n%q", screen)
+	}
+	if i, j := strings.LastIndex(screen, "\r\x1b[K"), strings.Index(screen, "agentctl: "); i < 0 || j < i {
+		t.Errorf("the spinner's line is not erased before the error:\n%q", screen)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+
+	// stderr piped: not a byte of it.
+	_, errOut, code := h.agentctl("", args...)
+	if code != 21 || strings.ContainsAny(errOut, "\r\x1b") || strings.Contains(errOut, "waiting for") {
+		t.Errorf("piped: exit %d, stderr %q; want 21 and no spinner", code, errOut)
 	}
 }

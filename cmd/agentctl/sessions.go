@@ -66,6 +66,7 @@ func spawnVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			defer e.progress("starting " + shellJoin(command) + " in session " + p.Name)()
 			return c.Spawn(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -123,6 +124,11 @@ func askVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			what := "waiting for " + p.Name + "'s answer"
+			if p.Until != "" {
+				what += " (until " + p.Until + ")"
+			}
+			defer e.progress(what)()
 			return c.Ask(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -311,6 +317,7 @@ func stopVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			defer e.progress("stopping " + p.Name + ": waiting for its program to exit, KILL after the grace period")()
 			return c.Stop(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -545,6 +552,7 @@ func waitVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			defer e.progress("waiting for " + p.Name + ": " + waitWhat(p))()
 			return c.Wait(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -552,6 +560,24 @@ func waitVerb() verb {
 			return nil
 		},
 	}
+}
+
+// waitWhat says what a wait waits for, for the spinner.
+func waitWhat(p wire.WaitParams) string {
+	var what []string
+	if p.Until != "" {
+		what = append(what, "until "+p.Until)
+	}
+	if p.IdleMS > 0 {
+		what = append(what, fmt.Sprintf("%s of quiet", time.Duration(p.IdleMS)*time.Millisecond))
+	}
+	if p.Exit {
+		what = append(what, "its exit")
+	}
+	if len(what) == 0 {
+		return "its condition"
+	}
+	return strings.Join(what, " or ")
 }
 
 func resizeVerb() verb {
