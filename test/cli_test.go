@@ -470,3 +470,75 @@ func TestProgressShowsOnATerminalOnly(t *testing.T) {
 		t.Errorf("piped: exit %d, stderr %q; want 21 and no spinner", code, errOut)
 	}
 }
+
+func TestDoctorReportsEachFailureWithItsFix(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil) // the harness gives it no DISPLAY
+	state := filepath.Join(h.state, "agentd")
+	if err := os.Chmod(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(state, 0o700) })
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {"other": {"command": "node", "args": ["server.js"]}}}`), 0o600)
+
+	args := []string{"doctor", "--json"}
+	out, errOut, code := h.agentctlAt(project, nil, args...)
+	env := envelopes(t, args, out)
+	if code != 1 || len(env) != 1 || env[0].Type != "result" {
+		t.Fatalf("doctor in a broken setup: exit %d\n%s%s\nwant 1 and one result envelope", code, out, errOut)
+	}
+	var r struct {
+		Checks []struct{ Name, Status, Detail, Fix string }
+		Failed int
+	}
+	json.Unmarshal(env[0].Result, &r)
+	got := map[string]string{}
+	for _, c := range r.Checks {
+		got[c.Name] = c.Status
+		if c.Status == "fail" && c.Fix == "" {
+			t.Errorf("check %s failed without a fix: %s", c.Name, c.Detail)
+		}
+		if c.Status == "skipped" && c.Detail == "" {
+			t.Errorf("check %s skipped without saying why", c.Name)
+		}
+	}
+	for name, want := range map[string]string{
+		"daemon": "pass", "socket": "pass", "socket directory": "pass", "state directory": "fail",
+		"display": "fail", "x extensions": "skipped", "consent": "pass", "claude code bridge": "fail",
+	} {
+		if got[name] != want {
+			t.Errorf("check %q: %q, want %q\n%s", name, got[name], want, out)
+		}
+	}
+	if r.Failed < 3 {
+		t.Errorf("failed = %d, want at least 3", r.Failed)
+	}
+
+	// For a person: each failure and its fix.
+	out, _, code = h.agentctlAt(project, nil, "doctor")
+	for _, want := range []string{"fail     state directory", "is 0755", "fix: chmod 700 " + state, "fix: systemctl --user import-environment DISPLAY", `fix: add the bridge to .mcp.json: {"mcpServers"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor's report lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Fixed: the state directory and the bridge pass; only the display fails.
+	os.Chmod(state, 0o700)
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {"agentd": {"command": "agentctl", "args": ["channel", "mcp"]}}}`), 0o600)
+	out, _, _ = h.agentctlAt(project, []string{"PATH=" + bin.dir + ":" + os.Getenv("PATH")}, "doctor")
+	if !strings.Contains(out, "pass     state directory") || !strings.Contains(out, "pass     claude code bridge") {
+		t.Errorf("doctor after the fixes:\n%s", out)
+	}
+}
+
+func TestDoctorWithoutADaemonSkipsWhatNeedsIt(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	out, _, code := h.agentctlAt(t.TempDir(), nil, "doctor")
+	if code != 1 || !strings.Contains(out, "fail     daemon") || !strings.Contains(out, "fix: start it") ||
+		!strings.Contains(out, "skipped  display             agentd is not reachable") || !strings.Contains(out, "skipped  claude code bridge  no .mcp.json") {
+		t.Errorf("doctor with no daemon: exit %d\n%s", code, out)
+	}
+}

@@ -72,16 +72,22 @@ func channelMCPVerb() verb {
 // build directory stays consistent), else on $PATH.
 func mcpBinary() (string, error) {
 	self, err := os.Executable()
-	if err == nil {
-		p := filepath.Join(filepath.Dir(self), mcpBinaryName)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
+	if err != nil {
+		self = "agentctl"
+	}
+	return mcpBinaryBeside(self)
+}
+
+// mcpBinaryBeside finds the agentctl-mcp that the agentctl at path runs.
+func mcpBinaryBeside(path string) (string, error) {
+	p := filepath.Join(filepath.Dir(path), mcpBinaryName)
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return p, nil
 	}
 	if p, err := exec.LookPath(mcpBinaryName); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%s is not installed beside agentctl (%s) or on $PATH; `make install` installs it with agentctl", mcpBinaryName, filepath.Dir(self))
+	return "", fmt.Errorf("%s is not installed beside agentctl (%s) or on $PATH; `make install` installs it with agentctl", mcpBinaryName, filepath.Dir(path))
 }
 
 // execMCP runs agentctl-mcp with args in agentctl's place. With the

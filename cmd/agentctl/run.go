@@ -41,6 +41,9 @@ type env struct {
 	cmd     *cobra.Command
 	result  any
 	err     error
+	// status is the exit status after a result was printed: doctor's 1
+	// when a check failed. Errors have theirs from exitCode.
+	status int
 }
 
 // dial connects once per process; a verb that needs the daemon calls it.
@@ -140,18 +143,19 @@ func (e *env) finish(ctx context.Context) int {
 		return e.fail(e.command, err)
 	}
 	if e.json {
-		return e.envelope(e.command, typeResult, result, nil)
+		e.envelope(e.command, typeResult, result, nil)
+		return e.status
 	}
 	if e.verb != nil && e.verb.human != nil {
 		if err := e.verb.human(e.stdout, result); err != nil {
 			return e.fail(e.command, err)
 		}
-		return wire.ExitOK
+		return e.status
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	enc.Encode(result)
-	return wire.ExitOK
+	return e.status
 }
 
 // commandName is a command's full verb without "agentctl": "channel push".
