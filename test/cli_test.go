@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd/agentd/internal/xvfbtest"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -540,5 +541,55 @@ func TestDoctorWithoutADaemonSkipsWhatNeedsIt(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "fail     daemon") || !strings.Contains(out, "fix: start it") ||
 		!strings.Contains(out, "skipped  display             agentd is not reachable") || !strings.Contains(out, "skipped  claude code bridge  no .mcp.json") {
 		t.Errorf("doctor with no daemon: exit %d\n%s", code, out)
+	}
+}
+
+func TestScreenshotFormatFollowsTheFlagAndTheName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHome(t)
+	// Refused before any call: no daemon needed, and no file written.
+	for _, args := range [][]string{
+		{"screenshot", "-o", filepath.Join(dir, "x.jpg"), "--jpeg", "0"},
+		{"screenshot", "-o", filepath.Join(dir, "x.jpg"), "--jpeg", "101"},
+		{"screenshot", "-o", filepath.Join(dir, "x.png"), "--jpeg", "80"},
+		{"screenshot"},
+	} {
+		_, errOut, code := h.agentctl("", args...)
+		if code != wire.ExitUsage || !strings.HasPrefix(errOut, "agentctl: ") {
+			t.Errorf("agentctl %s: exit %d, stderr %q; want %d", strings.Join(args, " "), code, errOut, wire.ExitUsage)
+		}
+	}
+	if files, _ := os.ReadDir(dir); len(files) > 0 {
+		t.Errorf("refused screenshots wrote %v", files)
+	}
+
+	srv := xvfbtest.Start(t, xvfbtest.Options{Width: 640, Height: 480})
+	h.startDaemon([]string{"--display", srv.Display})
+	for name, magic := range map[string]string{"named.jpg": "\xff\xd8", "named.jpeg": "\xff\xd8", "named.png": "\x89PNG", "q.jpg": "\xff\xd8"} {
+		args := []string{"screenshot", "-o", filepath.Join(dir, name)}
+		if name == "q.jpg" {
+			args = append(args, "--jpeg", "1")
+		}
+		h.ctl(0, args...)
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !strings.HasPrefix(string(b), magic) {
+			t.Errorf("agentctl %s: %v, file starts %q, want %q", strings.Join(args, " "), err, b[:min(len(b), 4)], magic)
+		}
+	}
+}
+
+func TestSendTextThenKeysInOneCommand(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "cat")
+	h.ctl(0, "send", "s1", "typed-then-entered", "--keys", "enter")
+	// cat echoes the line once Enter ends it: the text came first.
+	await(t, 20*time.Second, "cat's echo of the sent line", func() bool {
+		return strings.Count(h.ctl(0, "snapshot", "s1"), "typed-then-entered") == 2
+	})
+	if _, errOut, code := h.agentctl("", "send", "s1"); code != wire.ExitUsage || !strings.Contains(errOut, "give TEXT, --keys or both") {
+		t.Errorf("send with neither: exit %d, %q", code, errOut)
 	}
 }

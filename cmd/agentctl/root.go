@@ -50,12 +50,14 @@ type verb struct {
 	flagComplete map[string]completeKind
 	// subs are the sub-commands of a group such as channel.
 	subs []verb
+	// hidden keeps a verb out of help, completion and man pages.
+	hidden bool
 }
 
 // verbTable is agentctl's command table, by name; help and completion come
 // from it. Each verb is made on demand: see verbsFor.
 func verbTable() []namedVerb {
-	return []namedVerb{
+	return append([]namedVerb{
 		{"version", versionVerb}, {"hello", helloVerb},
 		{"spawn", spawnVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
 		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
@@ -63,7 +65,7 @@ func verbTable() []namedVerb {
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},
 		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
 		{"doctor", doctorVerb},
-	}
+	}, extraVerbs()...)
 }
 
 // namedVerb is a row of verbTable.
@@ -170,6 +172,7 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 		Example:               v.example,
 		DisableFlagsInUseLine: true,
 		ValidArgsFunction:     e.completer(v.complete),
+		Hidden:                v.hidden,
 	}
 	if c.Long == "" {
 		c.Long = v.summary
