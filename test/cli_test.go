@@ -593,3 +593,40 @@ func TestSendTextThenKeysInOneCommand(t *testing.T) {
 		t.Errorf("send with neither: exit %d, %q", code, errOut)
 	}
 }
+
+func TestWaitProgressStreamsEnvelopes(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh", "-c", "echo still-working; read x; echo finished")
+	args := []string{"--timeout", "60s", "--json", "wait", "s1", "--exit", "--progress"}
+	cmd := exec.Command(bin.agentctl, args...)
+	cmd.Env = h.env()
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	await(t, 30*time.Second, "a progress envelope showing the screen", func() bool {
+		return strings.Contains(out.String(), `"last_line":"still-working"`)
+	})
+	h.ctl(0, "send", "s1", "--keys", "enter") // the program ends; so does the wait
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("wait --exit still running after the program ended:\n%s", out)
+	}
+	env := envelopes(t, args, out.String())
+	last := env[len(env)-1]
+	if cmd.ProcessState.ExitCode() != 0 || last.Type != "result" || !strings.Contains(string(last.Result), `"reason":"exited"`) {
+		t.Errorf("wait --progress: exit %d, last line %+v, want the result", cmd.ProcessState.ExitCode(), last)
+	}
+	for _, e := range env[:len(env)-1] {
+		if e.Type != "progress" || e.Command != "wait" || !strings.Contains(string(e.Result), `"waiting":"its exit"`) {
+			t.Errorf("wait --progress line %+v, want progress envelopes of command wait", e)
+		}
+	}
+}

@@ -267,6 +267,7 @@ const (
 	typeEvent     = "event"     // logs: one event of the session's log
 	typeMessage   = "message"   // channel listen: one message
 	typeListening = "listening" // channel listen: the channel is registered
+	typeProgress  = "progress"  // wait --progress: still waiting, and what the screen shows
 )
 
 // envelopeLine is one --json envelope.

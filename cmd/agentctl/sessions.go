@@ -529,15 +529,31 @@ func snapshotVerb() verb {
 	}
 }
 
+// progressEvery is how often `wait --progress --json` reports.
+const progressEvery = time.Second
+
+// waitProgress is one progress envelope of `wait --progress --json`.
+type waitProgress struct {
+	Name      string `json:"name"`
+	Waiting   string `json:"waiting"` // what the wait waits for
+	ElapsedMS int64  `json:"elapsed_ms"`
+	// LastLine is the screen's last line that is not blank: where a
+	// program usually says what it is doing.
+	LastLine string `json:"last_line"`
+}
+
 func waitVerb() verb {
 	var p wire.WaitParams
 	var idle time.Duration
+	var progress bool
 	return verb{
-		use: "wait NAME [--until REGEXP] [--idle DURATION] [--exit]", summary: "wait until the screen matches, the program is quiet, or it exits",
+		use: "wait NAME [--until REGEXP] [--idle DURATION] [--exit] [--progress]", summary: "wait until the screen matches, the program is quiet, or it exits",
 		long: "Wait until the session's screen or new output matches --until, the program has been quiet for\n" +
 			"--idle, or it exits (--exit); the first to hold wins. --timeout (default 10m) bounds the wait; a\n" +
-			"timeout prints the last lines of the screen on stderr.",
-		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit",
+			"timeout prints the last lines of the screen on stderr.\n\n" +
+			"With --json --progress it streams: an envelope of type \"progress\" every second (elapsed time and\n" +
+			"the screen's last line), then the result.",
+		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit\n  agentctl wait build --exit --json --progress",
 		args:          exactArgs(1),
 		complete:      completeSession,
 		serverTimeout: true,
@@ -545,6 +561,7 @@ func waitVerb() verb {
 			fs.StringVar(&p.Until, "until", "", "a regular expression on the screen or new output")
 			fs.DurationVar(&idle, "idle", 0, "this much quiet")
 			fs.BoolVar(&p.Exit, "exit", false, "the program has ended")
+			fs.BoolVar(&progress, "progress", false, "with --json, a progress envelope every second before the result")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
@@ -553,12 +570,53 @@ func waitVerb() verb {
 				return nil, err
 			}
 			defer e.progress("waiting for " + p.Name + ": " + waitWhat(p))()
+			if progress && e.json {
+				defer e.reportWait(ctx, c, p)()
+			}
 			return c.Wait(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
 			fmt.Fprintln(w, r.(*wire.WaitResult).Reason)
 			return nil
 		},
+	}
+}
+
+// reportWait prints a progress envelope every progressEvery while a wait
+// runs, from a snapshot on the same connection. The returned stop ends it
+// before the result is printed, so the result is the stream's last line.
+func (e *env) reportWait(ctx context.Context, c *wire.Client, p wire.WaitParams) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			pr := waitProgress{Name: p.Name, Waiting: waitWhat(p), ElapsedMS: time.Since(start).Milliseconds()}
+			if s, err := c.Snapshot(ctx, p.Name); err == nil {
+				for i := len(s.Lines) - 1; i >= 0; i-- {
+					if l := strings.TrimSpace(s.Lines[i]); l != "" {
+						pr.LastLine = l
+						break
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			e.emit(typeProgress, pr)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
