@@ -5,6 +5,7 @@ PREFIX  ?= $(HOME)/.local
 BIN     ?= bin
 
 BINDIR  := $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
 # User units go where systemd looks for them: ~/.config/systemd/user for the
 # default per-user PREFIX, $(PREFIX)/lib/systemd/user for any other (such as
 # /usr/local, for every user). UNITDIR=... overrides either.
@@ -14,7 +15,7 @@ else
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 endif
 
-.PHONY: all build run test bench clean install uninstall
+.PHONY: all build run test bench clean install uninstall man
 
 all: build
 
@@ -25,6 +26,12 @@ all: build
 build:
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/agentd
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/agentctl ./cmd/agentctl-mcp
+
+# agentctl's man pages (agentctl.1, agentctl-spawn.1, ...), made from the
+# same command tree as its --help; the generator is only in this build.
+man:
+	rm -rf $(BIN)/man
+	$(GO) run -tags mangen ./cmd/agentctl __man $(BIN)/man
 
 # Run the daemon in the foreground with default settings.
 run: build
@@ -49,10 +56,12 @@ bench:
 clean:
 	rm -rf $(BIN)
 
-# Install the binaries under $(PREFIX) and the user units, pointing at them.
-install: build
-	install -d $(BINDIR) $(UNITDIR)
+# Install the binaries under $(PREFIX), the man pages (man finds them
+# beside the bin directory on $PATH) and the user units, pointing at them.
+install: build man
+	install -d $(BINDIR) $(UNITDIR) $(MANDIR)/man1
 	install -m 0755 $(BIN)/agentd $(BIN)/agentctl $(BIN)/agentctl-mcp $(BINDIR)/
+	install -m 0644 $(BIN)/man/*.1 $(MANDIR)/man1/
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/agentd.service > $(UNITDIR)/agentd.service
 	install -m 0644 systemd/agentd.socket $(UNITDIR)/agentd.socket
 	@echo "installed; start at login with: systemctl --user daemon-reload && systemctl --user enable --now agentd.socket"
@@ -60,3 +69,4 @@ install: build
 # Remove exactly what install put in place.
 uninstall:
 	rm -f $(BINDIR)/agentd $(BINDIR)/agentctl $(BINDIR)/agentctl-mcp $(UNITDIR)/agentd.service $(UNITDIR)/agentd.socket
+	rm -f $(MANDIR)/man1/agentctl.1 $(MANDIR)/man1/agentctl-*.1

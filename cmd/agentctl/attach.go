@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
@@ -20,20 +20,15 @@ import (
 const detachKey = 0x1d
 
 func attachVerb() verb {
+	var readOnly bool
 	return verb{
-		name: "attach", args: "NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
+		use: "attach NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
+		args: exactArgs(1), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&readOnly, "read-only", false, "watch without typing")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var readOnly bool
-			pos, _, err := verbFlags("attach", args, func(fs *flag.FlagSet) {
-				fs.BoolVar(&readOnly, "read-only", false, "watch without typing")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("attach", "NAME [--read-only]", pos, 1); err != nil {
-				return nil, err
-			}
-			return nil, attach(ctx, e, pos[0], readOnly)
+			return nil, attach(ctx, e, args[0], readOnly)
 		},
 	}
 }

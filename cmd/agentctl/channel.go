@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,59 +14,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// channelVerbs are the `agentctl channel ...` commands: one verb whose
-// first argument picks the sub-command.
-func channelVerbs() []verb { return []verb{channelVerb()} }
-
-const channelUsage = "listen [--session S] [--id ID] [--count N] | push (ID | --session S) MESSAGE|- [--ack] [--text] | list | reply ASK_ID TEXT|- | mcp [--session S]"
-
-// channelSub is one `agentctl channel` sub-command.
-type channelSub struct {
-	name  string
-	usage string
-	run   func(ctx context.Context, e *env, args []string) (any, error)
-}
-
-func channelSubs() []channelSub {
-	return []channelSub{
-		{"listen", "[--session S] [--id ID] [--cc-session-id ID] [--description TEXT] [--count N]", channelListen},
-		{"push", "(ID | --session S) MESSAGE|- [--ack] [--text]", channelPush},
-		{"list", "", channelList},
-		{"reply", "ASK_ID TEXT|-", channelReply},
-		{"mcp", "[--session S] [--id ID]", channelMCP},
-	}
-}
-
+// channelVerb is `agentctl channel ...`: a group whose sub-commands are
+// the channel methods.
 func channelVerb() verb {
 	return verb{
-		name: "channel", args: channelUsage,
-		summary:       "register a channel and print its messages (listen), push to one, list them, reply to an ask, or bridge to Claude Code (mcp)",
-		serverTimeout: true,
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) == 0 {
-				return nil, usagef("usage: agentctl channel %s", channelUsage)
-			}
-			for _, s := range channelSubs() {
-				if s.name == args[0] {
-					return s.run(ctx, e, args[1:])
-				}
-			}
-			return nil, usagef("unknown channel command %q; usage: agentctl channel %s", args[0], channelUsage)
-		},
-		human: func(w io.Writer, r any) error {
-			switch r := r.(type) {
-			case *wire.PushResult:
-				fmt.Fprintf(w, "delivered message %d to channel %s\n", r.Seq, r.ChannelID)
-			case *wire.ChannelListResult:
-				return printChannels(w, r)
-			case *wire.ChannelReplyResult:
-				fmt.Fprintf(w, "replied to %s (session %s)\n", r.AskID, r.Session)
-			}
-			return nil
-		},
+		use:     "channel COMMAND",
+		summary: "register a channel and print its messages (listen), push to one, list them, reply to an ask, or bridge to Claude Code (mcp)",
+		long: "Channels carry messages from local services to a listener, usually an agent in a session.\n" +
+			"A channel lives as long as the connection that registered it.",
+		subs: []verb{channelListenVerb(), channelPushVerb(), channelListVerb(), channelReplyVerb(), channelMCPVerb()},
 	}
 }
 
@@ -85,66 +45,78 @@ func channelMessageText(arg string, asText bool) (json.RawMessage, error) {
 	return json.Marshal(strings.ToValidUTF8(arg, "\uFFFD"))
 }
 
-func channelPush(ctx context.Context, e *env, args []string) (any, error) {
-	const usage = "channel push (ID | --session S) MESSAGE|- [--ack] [--text]"
+func channelPushVerb() verb {
 	var p wire.PushParams
 	var asText bool
-	pos, after, err := verbFlags("channel push", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&p.Session, "session", "", "push to the channel bound to this session (name or cc_session_id)")
-		fs.BoolVar(&p.Ack, "ack", false, "wait until the listener acknowledges the message")
-		fs.BoolVar(&asText, "text", false, "send MESSAGE as a JSON string even when it parses as JSON")
-	})
-	if err != nil {
-		return nil, err
+	return verb{
+		use:     "push (ID | --session S) MESSAGE|- [--ack] [--text]",
+		summary: "push a message to a channel, by its id or the session it is bound to",
+		long: "Push MESSAGE to the channel ID, or to the one bound to --session. MESSAGE is JSON, or plain text\n" +
+			"sent as a JSON string (--text forces a string); - reads it from stdin; at most 64 KiB.",
+		example:       "  agentctl channel push svc.1 '{\"build\": \"red\"}'\n  agentctl channel push --session cc \"CI failed on main\"",
+		args:          rangeArgs(1, 2),
+		complete:      completeChannel,
+		serverTimeout: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Session, "session", "", "push to the channel bound to this session (name or cc_session_id)")
+			fs.BoolVar(&p.Ack, "ack", false, "wait until the listener acknowledges the message")
+			fs.BoolVar(&asText, "text", false, "send MESSAGE as a JSON string even when it parses as JSON")
+		},
+		flagComplete: map[string]completeKind{"session": completeSession},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			want := 2
+			if p.Session != "" {
+				want = 1
+			}
+			if len(args) != want {
+				return nil, usagef("usage: %s; see agentctl channel push --help", usageLine(e.cmd))
+			}
+			if p.Session == "" {
+				p.ChannelID = args[0]
+			}
+			text, err := e.stdinText(args[len(args)-1])
+			if err != nil {
+				return nil, err
+			}
+			if p.Message, err = channelMessageText(text, asText); err != nil {
+				return nil, err
+			}
+			p.TimeoutMS = ms(e.timeout)
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r, err := c.PushToChannel(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if !r.Delivered {
+				// The listener went away with the message: for a script that is
+				// the channel being gone, not success.
+				return nil, wire.Errorf(wire.CodeChannelUnknown, "message %d to channel %s was not delivered: %s", r.Seq, r.ChannelID, r.Detail)
+			}
+			return r, nil
+		},
+		human: func(w io.Writer, r any) error {
+			x := r.(*wire.PushResult)
+			fmt.Fprintf(w, "delivered message %d to channel %s\n", x.Seq, x.ChannelID)
+			return nil
+		},
 	}
-	pos = append(pos, after...)
-	want := 2
-	if p.Session != "" {
-		want = 1
-	}
-	if len(pos) != want {
-		return nil, usagef("usage: agentctl %s", usage)
-	}
-	if p.Session == "" {
-		p.ChannelID = pos[0]
-	}
-	text, err := e.stdinText(pos[len(pos)-1])
-	if err != nil {
-		return nil, err
-	}
-	if p.Message, err = channelMessageText(text, asText); err != nil {
-		return nil, err
-	}
-	p.TimeoutMS = ms(e.timeout)
-	c, err := e.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.PushToChannel(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if !r.Delivered {
-		// The listener went away with the message: for a script that is
-		// the channel being gone, not success.
-		return nil, wire.Errorf(wire.CodeChannelUnknown, "message %d to channel %s was not delivered: %s", r.Seq, r.ChannelID, r.Detail)
-	}
-	return r, nil
 }
 
-func channelList(ctx context.Context, e *env, args []string) (any, error) {
-	pos, _, err := verbFlags("channel list", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return nil, err
+func channelListVerb() verb {
+	return verb{
+		use: "list", summary: "list the channels, their listeners and queues",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.ListChannels(ctx)
+		},
+		human: func(w io.Writer, r any) error { return printChannels(w, r.(*wire.ChannelListResult)) },
 	}
-	if len(pos) != 0 {
-		return nil, usagef("usage: agentctl channel list")
-	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.ListChannels(ctx)
 }
 
 func printChannels(w io.Writer, r *wire.ChannelListResult) error {
@@ -166,42 +138,66 @@ func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 	return tw.Flush()
 }
 
-func channelReply(ctx context.Context, e *env, args []string) (any, error) {
-	pos, after, err := verbFlags("channel reply", args, func(*flag.FlagSet) {})
-	if err != nil {
-		return nil, err
+func channelReplyVerb() verb {
+	return verb{
+		use: "reply ASK_ID TEXT|-", summary: "answer an ask that reached a session through its channel",
+		args: exactArgs(2),
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			text, err := e.stdinText(args[1])
+			if err != nil {
+				return nil, err
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: args[0], Text: text})
+		},
+		human: func(w io.Writer, r any) error {
+			x := r.(*wire.ChannelReplyResult)
+			fmt.Fprintf(w, "replied to %s (session %s)\n", x.AskID, x.Session)
+			return nil
+		},
 	}
-	pos = append(pos, after...)
-	if len(pos) != 2 {
-		return nil, usagef("usage: agentctl channel reply ASK_ID TEXT|-")
-	}
-	text, err := e.stdinText(pos[1])
-	if err != nil {
-		return nil, err
-	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: pos[0], Text: text})
 }
 
-func channelListen(ctx context.Context, e *env, args []string) (any, error) {
+// listenEnd is the last envelope of `channel listen --json`.
+type listenEnd struct {
+	ChannelID string `json:"channel_id"`
+	Messages  int    `json:"messages"`
+}
+
+func channelListenVerb() verb {
 	var p wire.RegisterChannelParams
 	var count int
-	pos, _, err := verbFlags("channel listen", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&p.Session, "session", "", "bind the channel to this session")
-		fs.StringVar(&p.ChannelID, "id", "", "the channel id (default: one is made)")
-		fs.StringVar(&p.CCSessionID, "cc-session-id", "", "the agent's own session id, e.g. a Claude Code session id")
-		fs.StringVar(&p.Description, "description", "", "what the channel is, for channel list")
-		fs.IntVar(&count, "count", 0, "exit after this many messages (0: until interrupted)")
-	})
-	if err != nil {
-		return nil, err
+	return verb{
+		use:     "listen [--session S] [--id ID] [--cc-session-id ID] [--description TEXT] [--count N]",
+		summary: "register a channel and print each message as a JSON line, acknowledging it",
+		long: "Register a channel and print each message pushed to it as a JSON line on stdout, acknowledging\n" +
+			"it once printed; the channel's id goes to stderr. With --json every line is an envelope: the\n" +
+			"first of type \"listening\" (the channel), then one of type \"message\" per message, and a last of\n" +
+			"type \"result\" when --count is reached or it is interrupted.",
+		serverTimeout: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Session, "session", "", "bind the channel to this session")
+			fs.StringVar(&p.ChannelID, "id", "", "the channel id (default: one is made)")
+			fs.StringVar(&p.CCSessionID, "cc-session-id", "", "the agent's own session id, e.g. a Claude Code session id")
+			fs.StringVar(&p.Description, "description", "", "what the channel is, for channel list")
+			fs.IntVar(&count, "count", 0, "exit after this many messages (0: until interrupted)")
+		},
+		flagComplete: map[string]completeKind{"session": completeSession},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			if count < 0 {
+				return nil, usagef("--count %d: give a number of messages, or 0 to listen until interrupted", count)
+			}
+			return channelListen(ctx, e, p, count)
+		},
 	}
-	if len(pos) != 0 || count < 0 {
-		return nil, usagef("usage: agentctl channel listen [--session S] [--id ID] [--count N]")
-	}
+}
+
+// channelListen holds a channel until count messages (0: until
+// interrupted) or the daemon goes away.
+func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, count int) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ack := wire.NewChannelAcker()
@@ -228,7 +224,13 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 		lastSeq = m.Seq
 		reached := count > 0 && printed == count
 		mu.Unlock()
-		fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(n.Params))
+		if e.json {
+			e.emit(typeMessage, json.RawMessage(bytes.TrimSpace(n.Params)))
+		} else {
+			e.outMu.Lock()
+			fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(n.Params))
+			e.outMu.Unlock()
+		}
 		ack.Saw(m.Seq)
 		if reached {
 			close(enough)
@@ -261,16 +263,29 @@ func channelListen(ctx context.Context, e *env, args []string) (any, error) {
 		bound = " bound to session " + r.Session
 	}
 	fmt.Fprintf(e.stderr, "listening on channel %s%s\n", r.ChannelID, bound)
+	if e.json {
+		e.emit(typeListening, r)
+	}
 	go ack.Run(ctx)
+	// The end of the stream: a person has seen every message; a script
+	// gets the last envelope, so it can tell the end from a cut.
+	done := func() (any, error) {
+		if !e.json {
+			return nil, errPrinted
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return &listenEnd{ChannelID: r.ChannelID, Messages: printed}, nil
+	}
 	select {
 	case <-ctx.Done():
-		return nil, errPrinted // interrupted: a normal end
+		return done() // interrupted: a normal end
 	case <-finished:
-		return nil, errPrinted
+		return done()
 	case <-c.Done():
 		select {
 		case <-enough:
-			return nil, errPrinted
+			return done()
 		default:
 		}
 		return nil, &wire.UnreachableError{Socket: e.socket, Err: errors.New("agentd closed the connection, and with it the channel")}

@@ -1,43 +1,21 @@
 package main
 
 import (
-	"flag"
-	"io"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-// verbFlags parses a verb's arguments: flags may come before, between or
-// after positional arguments, and everything after "--" is returned apart
-// (a command to run, or text that starts with a dash).
-func verbFlags(verb string, args []string, define func(fs *flag.FlagSet)) (pos, afterDash []string, err error) {
-	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	define(fs)
-	dash := -1
-	for i, a := range args {
-		if a == "--" {
-			dash = i
-			break
-		}
+// splitDash separates a verb's arguments at "--": what follows it is a
+// command to run or text that starts with a dash, never flags.
+func splitDash(c *cobra.Command, args []string) (pos, afterDash []string) {
+	if i := c.ArgsLenAtDash(); i >= 0 {
+		return args[:i], args[i:]
 	}
-	before := args
-	if dash >= 0 {
-		before, afterDash = args[:dash], args[dash+1:]
-	}
-	for {
-		if err := fs.Parse(before); err != nil {
-			return nil, nil, usagef("%s: %v; see agentctl --help", verb, err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		pos = append(pos, rest[0])
-		before = rest[1:]
-	}
-	return pos, afterDash, nil
+	return args, nil
 }
 
 // parseSize reads COLSxROWS.
@@ -55,12 +33,6 @@ func parseSize(s string) (cols, rows int, err error) {
 	return cols, rows, nil
 }
 
-// multiFlag collects a repeated flag such as --env K=V.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 // ms converts a duration flag to the wire's milliseconds, keeping 0 as "default".
 func ms(d time.Duration) int64 {
 	if d <= 0 {
@@ -69,10 +41,17 @@ func ms(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
 }
 
-// wantArgs checks the count of positional arguments.
-func wantArgs(verb, usage string, pos []string, n int) error {
-	if len(pos) != n {
-		return usagef("usage: agentctl %s %s", verb, usage)
+// positiveDuration parses a flag that must be a duration above zero.
+func positiveDuration(d *time.Duration) func(string) error {
+	return func(s string) error {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration; use a number with a unit, such as 2s or 500ms")
+		}
+		if v <= 0 {
+			return fmt.Errorf("must be above zero, such as 2s; leave the flag out for the default")
+		}
+		*d = v
+		return nil
 	}
-	return nil
 }

@@ -10,12 +10,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/spf13/pflag"
 )
 
 // mcpBinaryName is the MCP servers' binary, installed beside agentctl.
@@ -28,21 +29,14 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func mcpVerb() verb {
-	const usage = "[--yes]"
+	var yes bool
 	return verb{
-		name: "mcp", args: usage,
+		use:     "mcp [--yes]",
 		summary: "serve sessions and the screen to a model as MCP tools on stdio (for an MCP config); read-only unless --yes",
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, stop, act")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var yes bool
-			pos, after, err := verbFlags("mcp", args, func(fs *flag.FlagSet) {
-				fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, stop, act")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if len(pos) > 0 || len(after) > 0 {
-				return nil, usagef("usage: agentctl mcp %s", usage)
-			}
 			var rest []string
 			if yes {
 				rest = append(rest, "--yes")
@@ -52,38 +46,48 @@ func mcpVerb() verb {
 	}
 }
 
-func channelMCP(ctx context.Context, e *env, args []string) (any, error) {
+func channelMCPVerb() verb {
 	var session, id string
-	pos, _, err := verbFlags("channel mcp", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&session, "session", sessionFromEnv(), "the session to bind (default $AGENTD_SESSION)")
-		fs.StringVar(&id, "id", "", "the channel id (default: one is made)")
-	})
-	if err != nil {
-		return nil, err
+	return verb{
+		use:     "mcp [--session S] [--id ID]",
+		summary: "the Claude Code channel bridge: a stdio MCP server bound to the session it runs in",
+		long: "A stdio MCP server that binds a channel to $AGENTD_SESSION (or --session), turns each message\n" +
+			"into a Claude Code channel event, and gives Claude a reply tool. Name it in .mcp.json:\n" +
+			"  {\"mcpServers\": {\"agentd\": {\"command\": \"agentctl\", \"args\": [\"channel\", \"mcp\"]}}}",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&session, "session", sessionFromEnv(), "the session to bind (default $AGENTD_SESSION)")
+			fs.StringVar(&id, "id", "", "the channel id (default: one is made)")
+		},
+		flagComplete: map[string]completeKind{"session": completeSession},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			if session == "" {
+				return nil, usagef("channel mcp: no session to bind: run it inside a session agentd started (it sets AGENTD_SESSION), or give --session")
+			}
+			return nil, e.execMCP(ctx, "channel", "--session", session, "--id", id)
+		},
 	}
-	if len(pos) != 0 {
-		return nil, usagef("usage: agentctl channel mcp [--session S] [--id ID]")
-	}
-	if session == "" {
-		return nil, usagef("channel mcp: no session to bind: run it inside a session agentd started (it sets AGENTD_SESSION), or give --session")
-	}
-	return nil, e.execMCP(ctx, "channel", "--session", session, "--id", id)
 }
 
 // mcpBinary finds agentctl-mcp: beside this agentctl (so an install or a
 // build directory stays consistent), else on $PATH.
 func mcpBinary() (string, error) {
 	self, err := os.Executable()
-	if err == nil {
-		p := filepath.Join(filepath.Dir(self), mcpBinaryName)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
+	if err != nil {
+		self = "agentctl"
+	}
+	return mcpBinaryBeside(self)
+}
+
+// mcpBinaryBeside finds the agentctl-mcp that the agentctl at path runs.
+func mcpBinaryBeside(path string) (string, error) {
+	p := filepath.Join(filepath.Dir(path), mcpBinaryName)
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return p, nil
 	}
 	if p, err := exec.LookPath(mcpBinaryName); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%s is not installed beside agentctl (%s) or on $PATH; `make install` installs it with agentctl", mcpBinaryName, filepath.Dir(self))
+	return "", fmt.Errorf("%s is not installed beside agentctl (%s) or on $PATH; `make install` installs it with agentctl", mcpBinaryName, filepath.Dir(path))
 }
 
 // execMCP runs agentctl-mcp with args in agentctl's place. With the

@@ -4,19 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// env is what a verb runs with.
+// env is what a verb runs with: the global flags, the process's stdio and
+// the one connection to the daemon.
 type env struct {
 	socket  string
 	json    bool
@@ -26,6 +28,22 @@ type env struct {
 	stderr  io.Writer
 
 	client *wire.Client
+
+	// outMu keeps the lines of a stream whole: notifications are printed
+	// from the connection's reader while the verb may print too.
+	outMu sync.Mutex
+
+	// What the command line ran, filled by the verb's RunE: cobra only
+	// parses and dispatches; printing and the exit status stay here.
+	ran     bool
+	command string // the full verb, "channel push"
+	verb    *verb
+	cmd     *cobra.Command
+	result  any
+	err     error
+	// status is the exit status after a result was printed: doctor's 1
+	// when a check failed. Errors have theirs from exitCode.
+	status int
 }
 
 // dial connects once per process; a verb that needs the daemon calls it.
@@ -50,34 +68,9 @@ func (e *env) call(ctx context.Context, method string, params, out any) error {
 	return c.Call(ctx, method, params, out)
 }
 
-// verb is one agentctl command. run returns the result to print (as JSON
-// with --json, through human otherwise) or an error.
-type verb struct {
-	name    string
-	args    string // usage after the verb
-	summary string
-	run     func(ctx context.Context, e *env, args []string) (any, error)
-	// human prints the result for a person; nil prints it as indented JSON.
-	human func(w io.Writer, result any) error
-	// serverTimeout marks verbs that hand --timeout to the daemon as the
-	// operation's deadline: the client waits a little longer, so the
-	// daemon's timeout answer, with what it saw, arrives first.
-	serverTimeout bool
-}
-
 // serverTimeoutSlack is how much longer the client waits than a deadline it
 // handed to the daemon.
 const serverTimeoutSlack = 2 * time.Second
-
-// verbs is agentctl's command table; --help is generated from it.
-func verbs() []verb {
-	vs := append([]verb{versionVerb(), helloVerb()}, sessionVerbs()...)
-	vs = append(vs, screenVerbs()...)
-	vs = append(vs, channelVerbs()...)
-	vs = append(vs, mcpVerb(), serveVerb())
-	sort.Slice(vs, func(i, j int) bool { return vs[i].name < vs[j].name })
-	return vs
-}
 
 // usageError is a command line agentctl cannot run; it exits ExitUsage.
 type usageError struct{ msg string }
@@ -86,54 +79,49 @@ func (u *usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// run is agentctl: it parses args, runs one verb and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("agentctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&e.socket, "socket", wire.DefaultSocketPath(), "agentd's socket")
-	fs.BoolVar(&e.json, "json", false, "print one JSON envelope on stdout")
-	fs.DurationVar(&e.timeout, "timeout", 0, "give up after this long (e.g. 30s); 0 waits as long as the request does")
-	help := fs.Bool("help", false, "show this help")
-	fs.BoolVar(help, "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "agentctl: %v; see agentctl --help\n", err)
-		return wire.ExitUsage
-	}
-	if *help || fs.NArg() == 0 {
-		printHelp(stdout, fs)
-		if *help {
+	root := newRoot(e, args)
+	root.SetArgs(args)
+	found, err := root.ExecuteContextC(ctx)
+	if !e.ran {
+		// Cobra refused the command line (an unknown verb or flag, a
+		// wrong count of arguments) or printed help or the version itself.
+		if err == nil {
 			return wire.ExitOK
 		}
-		return wire.ExitUsage
-	}
-	name, rest := fs.Arg(0), fs.Args()[1:]
-	if name == "help" {
-		printHelp(stdout, fs)
-		return wire.ExitOK
-	}
-	var v *verb
-	for _, cand := range verbs() {
-		if cand.name == name {
-			v = &cand
-			break
+		if e.command == "" {
+			e.command = commandName(found)
 		}
-	}
-	if v == nil {
-		return e.fail(name, usagef("unknown command %q; agentctl --help lists the commands", name))
-	}
-	if e.timeout > 0 {
-		limit := e.timeout
-		if v.serverTimeout {
-			limit += serverTimeoutSlack
+		var use *usageError
+		if !errors.As(err, &use) {
+			err = usagef("%v", oneLine(err.Error()))
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
+		if !strings.Contains(err.Error(), "--help") {
+			err = usagef("%v; see %s --help", err, helpPath(found))
+		}
+		return e.fail(e.command, err)
 	}
-	result, err := v.run(ctx, e, rest)
 	if e.client != nil {
 		e.client.Close()
 	}
+	return e.finish(ctx)
+}
+
+// oneLine folds cobra's multi-line messages ("unknown command ...\n\nDid
+// you mean this?\n\tspawn") into agentctl's one line per error.
+func oneLine(msg string) string {
+	head, tail, ok := strings.Cut(strings.TrimSpace(msg), "\n\nDid you mean this?\n")
+	if !ok {
+		return strings.Join(strings.Fields(msg), " ")
+	}
+	return head + "; did you mean " + strings.Join(strings.Fields(tail), " or ") + "?"
+}
+
+// finish prints what the verb returned and turns it into the exit status.
+func (e *env) finish(ctx context.Context) int {
+	result, err := e.result, e.err
 	if errors.Is(err, errPrinted) {
 		return wire.ExitOK
 	}
@@ -141,33 +129,49 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &es) {
 		return int(es)
 	}
-	// Interrupted during a call: the connection is closed above, so the
-	// daemon has cancelled the call; exit as a shell expects (130 for
-	// Ctrl-C).
+	// Interrupted during a call: the connection is closed, so the daemon
+	// has cancelled the call; exit as a shell expects (130 for Ctrl-C).
 	var sig interrupted
 	if err != nil && errors.As(context.Cause(ctx), &sig) {
-		e.fail(name, fmt.Errorf("%s: %w; agentd cancelled the call", name, sig))
+		e.fail(e.command, fmt.Errorf("%s: %w; agentd cancelled the call", e.command, sig))
 		return sig.exit()
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {
 			err = wire.Errorf(wire.CodeTimeout, "no answer within --timeout %s", e.timeout)
 		}
-		return e.fail(name, err)
+		return e.fail(e.command, err)
 	}
 	if e.json {
-		return e.envelope(name, result, nil)
+		e.envelope(e.command, typeResult, result, nil)
+		return e.status
 	}
-	if v.human != nil {
-		if err := v.human(stdout, result); err != nil {
-			return e.fail(name, err)
+	if e.verb != nil && e.verb.human != nil {
+		if err := e.verb.human(e.stdout, result); err != nil {
+			return e.fail(e.command, err)
 		}
-		return wire.ExitOK
+		return e.status
 	}
-	enc := json.NewEncoder(stdout)
+	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	enc.Encode(result)
-	return wire.ExitOK
+	return e.status
+}
+
+// commandName is a command's full verb without "agentctl": "channel push".
+func commandName(c *cobra.Command) string {
+	if c == nil || !c.HasParent() {
+		return "agentctl"
+	}
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
+// helpPath is what to run --help on for c.
+func helpPath(c *cobra.Command) string {
+	if c == nil {
+		return "agentctl"
+	}
+	return c.CommandPath()
 }
 
 // exitCode is the one place that turns an error into agentctl's exit status.
@@ -202,11 +206,48 @@ func (i interrupted) exit() int { return 128 + int(i.sig) }
 // fail reports err (on stderr, or as a JSON envelope) and returns its exit status.
 func (e *env) fail(command string, err error) int {
 	if e.json {
-		return e.envelope(command, nil, err)
+		return e.envelope(command, typeError, nil, err)
 	}
 	fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
+	printTimeoutDetails(e.stderr, err)
 	return exitCode(err)
 }
+
+// timeoutScreenLines is how much of the screen a timeout shows a person:
+// the bottom of it, where the program was waiting.
+const timeoutScreenLines = 10
+
+// printTimeoutDetails prints what an ask or wait saw before its deadline:
+// the daemon's message says they are attached, and in human mode this is
+// where a person sees them.
+func printTimeoutDetails(w io.Writer, err error) {
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeTimeout || len(we.Details) == 0 {
+		return
+	}
+	var d wire.TimeoutDetails
+	if json.Unmarshal(we.Details, &d) != nil || (d.Partial == "" && len(d.Screen) == 0) {
+		return
+	}
+	if d.Hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", d.Hint)
+	}
+	if p := strings.TrimRight(d.Partial, "\n"); p != "" {
+		fmt.Fprintf(w, "partial answer:\n%s\n", indent(p))
+	}
+	screen := d.Screen
+	for len(screen) > 0 && strings.TrimSpace(screen[len(screen)-1]) == "" {
+		screen = screen[:len(screen)-1]
+	}
+	if len(screen) > timeoutScreenLines {
+		screen = screen[len(screen)-timeoutScreenLines:]
+	}
+	if len(screen) > 0 {
+		fmt.Fprintf(w, "last lines of the screen:\n%s\n", indent(strings.Join(screen, "\n")))
+	}
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 // envelopeError is the error part of a --json envelope.
 type envelopeError struct {
@@ -216,15 +257,33 @@ type envelopeError struct {
 	Details   json.RawMessage `json:"details,omitempty"`
 }
 
-// envelope prints {ok, command, timestamp, result|error} and returns the exit status.
-func (e *env) envelope(command string, result any, err error) int {
-	out := struct {
-		OK        bool           `json:"ok"`
-		Command   string         `json:"command"`
-		Timestamp string         `json:"timestamp"`
-		Result    any            `json:"result,omitempty"`
-		Error     *envelopeError `json:"error,omitempty"`
-	}{OK: err == nil, Command: command, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Result: result}
+// The envelope's types. A command prints one envelope of type result or
+// error; a stream (logs, channel listen) prints its items first, one
+// envelope per line of their own type, and ends with result or error, so
+// a script reads every line the same way and knows when the stream ended.
+const (
+	typeResult    = "result"
+	typeError     = "error"
+	typeEvent     = "event"     // logs: one event of the session's log
+	typeMessage   = "message"   // channel listen: one message
+	typeListening = "listening" // channel listen: the channel is registered
+	typeProgress  = "progress"  // wait --progress: still waiting, and what the screen shows
+)
+
+// envelopeLine is one --json envelope.
+type envelopeLine struct {
+	OK        bool           `json:"ok"`
+	Command   string         `json:"command"`
+	Type      string         `json:"type"`
+	Timestamp string         `json:"timestamp"`
+	Result    any            `json:"result,omitempty"`
+	Error     *envelopeError `json:"error,omitempty"`
+}
+
+// envelope prints {ok, command, type, timestamp, result|error} and returns
+// the exit status.
+func (e *env) envelope(command, typ string, result any, err error) int {
+	out := envelopeLine{OK: err == nil, Command: command, Type: typ, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Result: result}
 	if err != nil {
 		ee := &envelopeError{Message: err.Error()}
 		var we *wire.Error
@@ -243,32 +302,14 @@ func (e *env) envelope(command string, result any, err error) int {
 		out.Error = ee
 	}
 	b, _ := json.Marshal(out)
+	e.outMu.Lock()
 	fmt.Fprintf(e.stdout, "%s\n", b)
+	e.outMu.Unlock()
 	return exitCode(err)
 }
 
-func printHelp(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, "agentctl — talk to agentd, the daemon for agent sessions and the X11 screen\n\n")
-	fmt.Fprint(w, "Usage:\n  agentctl [--socket PATH] [--json] [--timeout DURATION] COMMAND [ARGS...]\n\nCommands:\n")
-	// Usage on one line, what it does indented below: argument lists are
-	// too long for a table.
-	for _, v := range verbs() {
-		fmt.Fprintf(w, "  %s %s\n      %s\n", v.name, v.args, v.summary)
-	}
-	fmt.Fprint(w, "\nFlags:\n")
-	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name == "h" {
-			return
-		}
-		def := ""
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
-			def = " (default " + f.DefValue + ")"
-		}
-		fmt.Fprintf(w, "  --%-10s %s%s\n", f.Name, f.Usage, def)
-	})
-	fmt.Fprint(w, "\nExit status:\n")
-	fmt.Fprint(w, exitTable())
-}
+// emit prints one item of a stream as an envelope line of type typ.
+func (e *env) emit(typ string, item any) { e.envelope(e.command, typ, item, nil) }
 
 // exitTable renders the exit-status table from wire.Codes, the same source
 // the README's table is checked against.

@@ -4,39 +4,44 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-func screenVerbs() []verb { return []verb{screenshotVerb(), actVerb(), screenVerb()} }
+// defaultJPEGQuality is the quality of a screenshot whose file is named
+// .jpg without --jpeg: the name says which format is wanted.
+const defaultJPEGQuality = 80
 
 func screenshotVerb() verb {
-	const usage = "-o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY]"
+	var out, region string
+	var monitor, maxWidth, jpeg int
 	return verb{
-		name: "screenshot", args: usage, summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
+		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY]",
+		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
+		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
+			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.",
+		example: "  agentctl screenshot -o shot.png --region 0,0,800,600\n  agentctl screenshot -o - --jpeg 80 > shot.jpg",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVarP(&out, "output", "o", "", "file to write, or - for stdout")
+			fs.StringVar(&region, "region", "", "X,Y,W,H in screen pixels")
+			fs.IntVar(&monitor, "monitor", -1, "monitor index (agentctl screen lists them)")
+			fs.IntVar(&maxWidth, "max-width", -1, "scale down to at most this width")
+			fs.IntVar(&jpeg, "jpeg", 0, "JPEG with this quality (1-100) instead of PNG")
+		},
+		flagComplete: map[string]completeKind{"output": completeFiles},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var out, region string
-			var monitor, maxWidth, jpeg int
-			pos, _, err := verbFlags("screenshot", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&out, "o", "", "file to write, or - for stdout")
-				fs.StringVar(&region, "region", "", "X,Y,W,H in screen pixels")
-				fs.IntVar(&monitor, "monitor", -1, "monitor index (agentctl screen lists them)")
-				fs.IntVar(&maxWidth, "max-width", -1, "scale down to at most this width")
-				fs.IntVar(&jpeg, "jpeg", 0, "JPEG with this quality (1-100) instead of PNG")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if len(pos) > 0 || out == "" {
-				return nil, usagef("usage: agentctl screenshot %s", usage)
+			if out == "" {
+				return nil, usagef("screenshot needs -o FILE, or -o - for stdout; see agentctl screenshot --help")
 			}
 			var p wire.ScreenshotParams
+			var err error
 			if region != "" {
 				if p.Region, err = parseRegion(region); err != nil {
 					return nil, err
@@ -48,8 +53,20 @@ func screenshotVerb() verb {
 			if maxWidth != -1 {
 				p.MaxWidth = &maxWidth
 			}
-			if jpeg != 0 {
+			ext := strings.ToLower(filepath.Ext(out))
+			switch {
+			case e.cmd.Flags().Changed("jpeg"):
+				// 0 used to mean PNG, silently, even into x.jpg.
+				if jpeg < 1 || jpeg > 100 {
+					return nil, usagef("--jpeg %d: the quality is 1 to 100 (80 is a good start); leave --jpeg out for PNG", jpeg)
+				}
+				if ext == ".png" {
+					return nil, usagef("--jpeg writes JPEG, but %s is named .png; name it .jpg, or leave --jpeg out", out)
+				}
 				p.Format, p.Quality = "jpeg", &jpeg
+			case ext == ".jpg" || ext == ".jpeg":
+				q := defaultJPEGQuality
+				p.Format, p.Quality = "jpeg", &q
 			}
 			if out != "-" {
 				// The daemon writes the file itself: no image crosses the socket.
@@ -98,20 +115,13 @@ func parseRegion(s string) (*wire.Region, error) {
 }
 
 func actVerb() verb {
-	const usage = "JSON|-"
 	return verb{
-		name: "act", args: usage,
+		use:     "act JSON|-",
 		summary: "run an input batch: a JSON array of actions, or {actions, observe, settle_ms}; - reads stdin",
+		example: "  agentctl act '[{\"kind\":\"click\",\"x\":640,\"y\":400},{\"kind\":\"type\",\"text\":\"hello\\n\"}]'",
+		args:    exactArgs(1),
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, after, err := verbFlags("act", args, func(*flag.FlagSet) {})
-			if err != nil {
-				return nil, err
-			}
-			pos = append(pos, after...)
-			if err := wantArgs("act", usage, pos, 1); err != nil {
-				return nil, err
-			}
-			text, err := e.stdinText(pos[0])
+			text, err := e.stdinText(args[0])
 			if err != nil {
 				return nil, err
 			}
@@ -167,11 +177,8 @@ func parseBatch(text string) (wire.ActParams, error) {
 
 func screenVerb() verb {
 	return verb{
-		name: "screen", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
+		use: "screen", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) > 0 {
-				return nil, usagef("screen takes no arguments")
-			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err

@@ -72,12 +72,9 @@ type server struct {
 
 func serveVerb() verb {
 	return verb{
-		name: "serve", args: "",
+		use:     "serve",
 		summary: `speak agentd's protocol as JSON lines on stdin/stdout, for scripts: {"id": 1, "method": "agent.list", "params": {}} per line; closing stdin ends it`,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) > 0 {
-				return nil, usagef("serve takes no arguments; it reads requests from stdin")
-			}
 			s := &server{e: e}
 			if err := s.run(ctx); err != nil {
 				return nil, err

@@ -4,40 +4,49 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-func sessionVerbs() []verb {
-	return []verb{spawnVerb(), askVerb(), listVerb(), statusVerb(), stopVerb(), rmVerb(), reconcileVerb(),
-		logsVerb(), sendVerb(), snapshotVerb(), waitVerb(), resizeVerb(), attachVerb()}
-}
-
 func spawnVerb() verb {
-	const usage = "NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] -- COMMAND [ARGS...]"
+	var cwd, size string
+	var envs []string
 	return verb{
-		name: "spawn", args: usage, summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
+			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
+			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.",
+		example: "  agentctl spawn py -- python3 -i\n  agentctl spawn build --cwd ../proj --env CI=1 -- make test",
+		args:    cobra.ArbitraryArgs,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&cwd, "cwd", "", "working directory (default: the current one)")
+			fs.StringArrayVar(&envs, "env", nil, "K=V, repeatable")
+			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var cwd, size string
-			var envs multiFlag
-			pos, command, err := verbFlags("spawn", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&cwd, "cwd", "", "working directory")
-				fs.Var(&envs, "env", "K=V, repeatable")
-				fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
-			})
+			pos, command := splitDash(e.cmd, args)
+			if len(pos) != 1 || len(command) == 0 {
+				return nil, usagef("usage: %s; see agentctl spawn --help", usageLine(e.cmd))
+			}
+			dir, err := spawnDir(cwd)
 			if err != nil {
 				return nil, err
 			}
-			if len(pos) != 1 || len(command) == 0 {
-				return nil, usagef("usage: agentctl spawn %s", usage)
-			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: cwd}
+			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
 			if size != "" {
 				if p.Cols, p.Rows, err = parseSize(size); err != nil {
 					return nil, err
@@ -57,6 +66,7 @@ func spawnVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			defer e.progress("starting " + shellJoin(command) + " in session " + p.Name)()
 			return c.Spawn(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -67,46 +77,46 @@ func spawnVerb() verb {
 	}
 }
 
-// positiveDuration parses a flag that must be a duration above zero.
-func positiveDuration(d *time.Duration) func(string) error {
-	return func(s string) error {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("not a duration; use a number with a unit, such as 2s or 500ms")
-		}
-		if v <= 0 {
-			return fmt.Errorf("must be above zero, such as 2s; leave the flag out for the default")
-		}
-		*d = v
-		return nil
+// spawnDir is the absolute directory a spawn runs in: the caller's own by
+// default, as tmux new-session and docker exec -w do, and a relative --cwd
+// taken from there. The daemon's directory means nothing to the caller, so
+// the path is resolved here and sent absolute.
+func spawnDir(cwd string) (string, error) {
+	if cwd != "" && filepath.IsAbs(cwd) {
+		return cwd, nil
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("the current directory: %w; give --cwd with an absolute path", err)
+	}
+	return filepath.Join(wd, cwd), nil
 }
 
 func askVerb() verb {
-	const usage = "NAME TEXT|- [--until REGEXP] [--idle DURATION] [--lock-timeout DURATION] [--via auto|pty|channel]"
+	var p wire.AskParams
+	var idle, lock time.Duration
 	return verb{
-		name: "ask", args: usage, summary: "type a question into a session and print the answer (TEXT - reads stdin)",
+		use:     "ask NAME TEXT|- [--until REGEXP] [--idle DURATION] [--lock-timeout DURATION] [--via auto|pty|channel]",
+		summary: "type a question into a session and print the answer (TEXT - reads stdin)",
+		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
+			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
+			"timeout prints the partial answer and the last lines of the screen on stderr.",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL'",
+		args:          exactArgs(2),
+		complete:      completeSession,
 		serverTimeout: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Until, "until", "", "stop collecting when this regular expression matches")
+			fs.Func("idle", "also end the ask after this much quiet (default: at the program's prompt)", positiveDuration(&idle))
+			fs.DurationVar(&lock, "lock-timeout", 0, "wait this long for another ask on the session")
+			fs.StringVar(&p.Via, "via", "", "auto, pty or channel")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var p wire.AskParams
-			var idle, lock time.Duration
-			pos, after, err := verbFlags("ask", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&p.Until, "until", "", "stop collecting when this regular expression matches")
-				fs.Func("idle", "also end the ask after this much quiet (default: at the program's prompt)", positiveDuration(&idle))
-				fs.DurationVar(&lock, "lock-timeout", 0, "wait this long for another ask on the session")
-				fs.StringVar(&p.Via, "via", "", "auto, pty or channel")
-			})
-			if err != nil {
+			var err error
+			if p.Text, err = e.stdinText(args[1]); err != nil {
 				return nil, err
 			}
-			pos = append(pos, after...)
-			if err := wantArgs("ask", usage, pos, 2); err != nil {
-				return nil, err
-			}
-			if p.Text, err = e.stdinText(pos[1]); err != nil {
-				return nil, err
-			}
-			p.Name, p.IdleMS, p.LockTimeoutMS = pos[0], ms(idle), ms(lock)
+			p.Name, p.IdleMS, p.LockTimeoutMS = args[0], ms(idle), ms(lock)
 			// The daemon's deadline is --timeout, so it answers timeout with
 			// what it saw instead of the client hanging up first.
 			p.TimeoutMS = ms(e.timeout)
@@ -114,6 +124,11 @@ func askVerb() verb {
 			if err != nil {
 				return nil, err
 			}
+			what := "waiting for " + p.Name + "'s answer"
+			if p.Until != "" {
+				what += " (until " + p.Until + ")"
+			}
+			defer e.progress(what)()
 			return c.Ask(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -124,67 +139,140 @@ func askVerb() verb {
 }
 
 func listVerb() verb {
+	var status string
+	var quiet bool
 	return verb{
-		name: "list", args: "[--status STATUS[,STATUS]]", summary: "list sessions",
+		use: "list [-q] [--status STATUS[,STATUS]]", summary: "list sessions",
+		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
+			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
+			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
+			"Statuses: starting, running, exiting, exited, failed, destroying, destroyed.",
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&status, "status", "", "only these statuses, comma-separated (running,exited)")
+			fs.BoolVarP(&quiet, "quiet", "q", false, "print only the names")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var status string
-			pos, _, err := verbFlags("list", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&status, "status", "", "only these statuses, comma-separated")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if len(pos) > 0 {
-				return nil, usagef("usage: agentctl list [--status STATUS]")
-			}
 			var p wire.ListParams
 			if status != "" {
 				for _, s := range strings.Split(status, ",") {
-					p.Status = append(p.Status, wire.Status(s))
+					st := wire.Status(strings.TrimSpace(s))
+					if !slices.Contains(wire.Statuses, st) {
+						return nil, usagef("--status %q: not a status; the statuses are %s", s, statusNames())
+					}
+					p.Status = append(p.Status, st)
 				}
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.List(ctx, p)
+			r, err := c.List(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			r.Sessions = naturalSorted(r.Sessions)
+			if quiet && !e.json {
+				for _, s := range r.Sessions {
+					fmt.Fprintln(e.stdout, s.Name)
+				}
+				return nil, errPrinted
+			}
+			return r, nil
 		},
 		human: func(w io.Writer, r any) error {
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATUS\tPID\tCOMMAND\tAGE\tACTIVE\tEXIT")
-			now := time.Now()
-			for _, s := range r.(*wire.ListResult).Sessions {
-				pid, active := "-", "-"
-				if s.PID > 0 {
-					pid = fmt.Sprint(s.PID)
-				}
-				if !s.LastActivity.IsZero() {
-					active = ago(now.Sub(s.LastActivity)) + " ago"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Status, pid, shorten(strings.Join(s.Command, " "), 40),
-					ago(time.Duration(s.AgeMS)*time.Millisecond), active, exitText(s.Termination, s.ExitCode, s.Signal))
-			}
-			return tw.Flush()
+			return printSessions(w, r.(*wire.ListResult).Sessions, outputWidth(w), time.Now())
 		},
 	}
 }
 
+func statusNames() string {
+	var names []string
+	for _, s := range wire.Statuses {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+// printSessions writes list's table. The command is the last column and the
+// one cut to fit width (0: no limit): the other columns are short and say
+// which session it is, so they are kept whole, as ps does.
+func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time) error {
+	table := [][]string{{"NAME", "STATUS", "PID", "AGE", "ACTIVE", "EXIT", "COMMAND"}}
+	for _, s := range rows {
+		pid, active := "-", "-"
+		// An ended session's pid is history, and may be another
+		// program's by now.
+		if s.PID > 0 && (s.Status == wire.StatusRunning || s.Status == wire.StatusStarting || s.Status == wire.StatusExiting) {
+			pid = fmt.Sprint(s.PID)
+		}
+		if !s.LastActivity.IsZero() {
+			active = ago(now.Sub(s.LastActivity)) + " ago"
+		}
+		table = append(table, []string{s.Name, string(s.Status), pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
+			exitText(s.Termination, s.ExitCode, s.Signal), shellJoin(s.Command)})
+	}
+	const gap = 2
+	last := len(table[0]) - 1
+	widths := make([]int, last)
+	for _, row := range table {
+		for i, cell := range row[:last] {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	prefix := 0
+	for _, wd := range widths {
+		prefix += wd + gap
+	}
+	var b strings.Builder
+	for _, row := range table {
+		for i, cell := range row[:last] {
+			b.WriteString(cell)
+			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
+		}
+		cmd := row[last]
+		if width > 0 {
+			cmd = elide(cmd, max(width-prefix, len("COMMAND")))
+		}
+		b.WriteString(cmd)
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// elide cuts s to n runes, marking the cut with "…".
+func elide(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// outputWidth is how wide a table on w may be: $COLUMNS when set, else the
+// terminal's width, else no limit (a pipe keeps every character).
+func outputWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	return 0
+}
+
 func statusVerb() verb {
 	return verb{
-		name: "status", args: "NAME", summary: "everything about one session",
+		use: "status NAME", summary: "everything about one session",
+		args: exactArgs(1), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, _, err := verbFlags("status", args, func(*flag.FlagSet) {})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("status", "NAME", pos, 1); err != nil {
-				return nil, err
-			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Status(ctx, pos[0])
+			return c.Status(ctx, args[0])
 		},
 		human: func(w io.Writer, r any) error {
 			s := r.(*wire.SessionStatus)
@@ -199,7 +287,7 @@ func statusVerb() verb {
 			if s.Reason != "" {
 				row("reason", s.Reason)
 			}
-			row("command", strings.Join(s.Argv, " "))
+			row("command", shellJoin(s.Argv))
 			row("cwd", s.Cwd)
 			row("pids", fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID))
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
@@ -214,26 +302,22 @@ func statusVerb() verb {
 }
 
 func stopVerb() verb {
+	var p wire.StopParams
+	var grace time.Duration
 	return verb{
-		name: "stop", args: "NAME [--signal SIG] [--grace DURATION]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		use: "stop NAME [--signal SIG] [--grace DURATION]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		args: exactArgs(1), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
+			fs.DurationVar(&grace, "grace", 0, "wait this long before KILL (default 5s)")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var p wire.StopParams
-			var grace time.Duration
-			pos, _, err := verbFlags("stop", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
-				fs.DurationVar(&grace, "grace", 0, "wait this long before KILL (default 5s)")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("stop", "NAME [--signal SIG] [--grace DURATION]", pos, 1); err != nil {
-				return nil, err
-			}
-			p.Name, p.GraceMS = pos[0], ms(grace)
+			p.Name, p.GraceMS = args[0], ms(grace)
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
+			defer e.progress("stopping " + p.Name + ": waiting for its program to exit, KILL after the grace period")()
 			return c.Stop(ctx, p)
 		},
 		human: func(w io.Writer, r any) error {
@@ -249,20 +333,15 @@ func stopVerb() verb {
 }
 
 func rmVerb() verb {
+	var p wire.RmParams
 	return verb{
-		name: "rm", args: "NAME [--force]", summary: "remove an ended session and its files (--force stops a running one first)",
+		use: "rm NAME [--force]", summary: "remove an ended session and its files (--force stops a running one first)",
+		args: exactArgs(1), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&p.Force, "force", false, "stop a running session first")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var p wire.RmParams
-			pos, _, err := verbFlags("rm", args, func(fs *flag.FlagSet) {
-				fs.BoolVar(&p.Force, "force", false, "stop a running session first")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("rm", "NAME [--force]", pos, 1); err != nil {
-				return nil, err
-			}
-			p.Name = pos[0]
+			p.Name = args[0]
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
@@ -278,11 +357,8 @@ func rmVerb() verb {
 
 func reconcileVerb() verb {
 	return verb{
-		name: "reconcile", summary: "re-attach to live session workers and mark dead ones failed",
+		use: "reconcile", summary: "re-attach to live session workers and mark dead ones failed",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) > 0 {
-				return nil, usagef("reconcile takes no arguments")
-			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
@@ -303,33 +379,50 @@ func reconcileVerb() verb {
 	}
 }
 
+// logsEnd is the last envelope of `logs --json`: the stream ended here,
+// and where to read on from.
+type logsEnd struct {
+	Name    string `json:"name"`
+	Events  int    `json:"events"`
+	NextSeq uint64 `json:"next_seq,omitempty"`
+}
+
 func logsVerb() verb {
+	var p wire.LogsParams
+	var events bool
 	return verb{
-		name: "logs", args: "NAME [-f] [--from SEQ] [--events]", summary: "print a session's recorded output (-f follows; --events prints every event as JSON)",
+		use: "logs NAME [-f] [--from SEQ] [--events]", summary: "print a session's recorded output (-f follows; --events prints every event as JSON)",
+		long: "Print a session's recorded output; -f follows it until the session ends.\n\n" +
+			"--events prints every event of the log (output, input, ask, answer, resize, signal, exit) as a\n" +
+			"JSON line. With --json each event is an envelope of type \"event\", one per line, and a last\n" +
+			"envelope of type \"result\" ends the stream.",
+		args: exactArgs(1), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVarP(&p.Follow, "follow", "f", false, "follow new events until the session ends")
+			fs.Uint64Var(&p.FromSeq, "from", 0, "first event seq")
+			fs.BoolVar(&events, "events", false, "print events as JSON lines, not just the output")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var p wire.LogsParams
-			var events bool
-			pos, _, err := verbFlags("logs", args, func(fs *flag.FlagSet) {
-				fs.BoolVar(&p.Follow, "f", false, "follow new events until the session ends")
-				fs.BoolVar(&p.Follow, "follow", false, "follow new events until the session ends")
-				fs.Uint64Var(&p.FromSeq, "from", 0, "first event seq")
-				fs.BoolVar(&events, "events", false, "print events as JSON lines, not just the output")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("logs", "NAME [-f] [--from SEQ]", pos, 1); err != nil {
-				return nil, err
-			}
-			p.Name = pos[0]
+			p.Name = args[0]
+			end := &logsEnd{Name: p.Name}
 			print := func(ev wire.LogEvent) {
+				end.Events++
 				switch {
-				case events || e.json:
+				case e.json:
+					e.emit(typeEvent, ev)
+				case events:
 					b, _ := json.Marshal(ev)
 					fmt.Fprintf(e.stdout, "%s\n", b)
 				case ev.Type == "output":
 					io.WriteString(e.stdout, ev.Data)
 				}
+			}
+			// A person's logs end there; a script's get the last envelope.
+			done := func() (any, error) {
+				if e.json {
+					return end, nil
+				}
+				return nil, errPrinted
 			}
 			if !p.Follow {
 				c, err := e.dial(ctx)
@@ -344,8 +437,9 @@ func logsVerb() verb {
 					for _, ev := range r.Events {
 						print(ev)
 					}
+					end.NextSeq = max(end.NextSeq, r.NextSeq)
 					if len(r.Events) == 0 || r.NextSeq <= p.FromSeq {
-						return nil, errPrinted
+						return done()
 					}
 					p.FromSeq = r.NextSeq
 				}
@@ -359,6 +453,7 @@ func logsVerb() verb {
 				var ev wire.LogEvent
 				if json.Unmarshal(n.Params, &ev) == nil {
 					print(ev)
+					end.NextSeq = ev.Seq + 1
 				}
 			}})
 			if err != nil {
@@ -368,38 +463,47 @@ func logsVerb() verb {
 			if _, err := c.Logs(ctx, p); err != nil && !errors.Is(err, context.Canceled) {
 				return nil, err
 			}
-			return nil, errPrinted
+			return done()
 		},
 	}
 }
 
 func sendVerb() verb {
-	const usage = "NAME [TEXT|-] [--keys KEY[,KEY]...]"
+	var keys string
 	return verb{
-		name: "send", args: usage, summary: "send text or keys (enter, esc, tab, up, ctrl+c, ...) to a session without waiting",
+		use: "send NAME [TEXT|-] [--keys KEY[,KEY]...]", summary: "send text and/or keys (enter, esc, tab, up, ctrl+c, ...) to a session without waiting",
+		long: "Send TEXT as typed, then the named keys, to the session's program without waiting for it.\n" +
+			"With both, the text goes first: `send sh 'ls' --keys enter`.",
+		example: "  agentctl send py --keys ctrl+c\n  agentctl send sh 'make test' --keys enter",
+		args:    rangeArgs(1, 2), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&keys, "keys", "", "key names, comma-separated")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var keys string
-			pos, after, err := verbFlags("send", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&keys, "keys", "", "key names, comma-separated")
-			})
-			if err != nil {
-				return nil, err
-			}
-			pos = append(pos, after...)
-			if len(pos) < 1 || len(pos) > 2 || (len(pos) == 2) == (keys != "") {
-				return nil, usagef("usage: agentctl send %s (give TEXT or --keys, not both)", usage)
-			}
-			p := wire.SendParams{Name: pos[0]}
-			if keys != "" {
-				p.Keys = strings.Split(keys, ",")
-			} else if p.Text, err = e.stdinText(pos[1]); err != nil {
-				return nil, err
+			if len(args) == 1 && keys == "" {
+				return nil, usagef("usage: %s (give TEXT, --keys or both); see agentctl send --help", usageLine(e.cmd))
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return nil, c.Send(ctx, p)
+			// agent.send takes text or keys, not both: two calls on one
+			// connection, answered in order, keep the order typed.
+			if len(args) == 2 {
+				text, err := e.stdinText(args[1])
+				if err != nil {
+					return nil, err
+				}
+				if err := c.Send(ctx, wire.SendParams{Name: args[0], Text: text}); err != nil {
+					return nil, err
+				}
+			}
+			if keys != "" {
+				if err := c.Send(ctx, wire.SendParams{Name: args[0], Keys: strings.Split(keys, ",")}); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
 		},
 		human: func(io.Writer, any) error { return nil },
 	}
@@ -407,20 +511,14 @@ func sendVerb() verb {
 
 func snapshotVerb() verb {
 	return verb{
-		name: "snapshot", args: "NAME", summary: "print a session's screen as a person sees it",
+		use: "snapshot NAME", summary: "print a session's screen as a person sees it",
+		args: exactArgs(1), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, _, err := verbFlags("snapshot", args, func(*flag.FlagSet) {})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("snapshot", "NAME", pos, 1); err != nil {
-				return nil, err
-			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Snapshot(ctx, pos[0])
+			return c.Snapshot(ctx, args[0])
 		},
 		human: func(w io.Writer, r any) error {
 			for _, l := range r.(*wire.SnapshotResult).Lines {
@@ -431,29 +529,49 @@ func snapshotVerb() verb {
 	}
 }
 
+// progressEvery is how often `wait --progress --json` reports.
+const progressEvery = time.Second
+
+// waitProgress is one progress envelope of `wait --progress --json`.
+type waitProgress struct {
+	Name      string `json:"name"`
+	Waiting   string `json:"waiting"` // what the wait waits for
+	ElapsedMS int64  `json:"elapsed_ms"`
+	// LastLine is the screen's last line that is not blank: where a
+	// program usually says what it is doing.
+	LastLine string `json:"last_line"`
+}
+
 func waitVerb() verb {
-	const usage = "NAME [--until REGEXP] [--idle DURATION] [--exit]"
+	var p wire.WaitParams
+	var idle time.Duration
+	var progress bool
 	return verb{
-		name: "wait", args: usage, summary: "wait until the screen matches, the program is quiet, or it exits",
+		use: "wait NAME [--until REGEXP] [--idle DURATION] [--exit] [--progress]", summary: "wait until the screen matches, the program is quiet, or it exits",
+		long: "Wait until the session's screen or new output matches --until, the program has been quiet for\n" +
+			"--idle, or it exits (--exit); the first to hold wins. --timeout (default 10m) bounds the wait; a\n" +
+			"timeout prints the last lines of the screen on stderr.\n\n" +
+			"With --json --progress it streams: an envelope of type \"progress\" every second (elapsed time and\n" +
+			"the screen's last line), then the result.",
+		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit\n  agentctl wait build --exit --json --progress",
+		args:          exactArgs(1),
+		complete:      completeSession,
 		serverTimeout: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Until, "until", "", "a regular expression on the screen or new output")
+			fs.DurationVar(&idle, "idle", 0, "this much quiet")
+			fs.BoolVar(&p.Exit, "exit", false, "the program has ended")
+			fs.BoolVar(&progress, "progress", false, "with --json, a progress envelope every second before the result")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var p wire.WaitParams
-			var idle time.Duration
-			pos, _, err := verbFlags("wait", args, func(fs *flag.FlagSet) {
-				fs.StringVar(&p.Until, "until", "", "a regular expression on the screen or new output")
-				fs.DurationVar(&idle, "idle", 0, "this much quiet")
-				fs.BoolVar(&p.Exit, "exit", false, "the program has ended")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("wait", usage, pos, 1); err != nil {
-				return nil, err
-			}
-			p.Name, p.IdleMS, p.TimeoutMS = pos[0], ms(idle), ms(e.timeout)
+			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
+			}
+			defer e.progress("waiting for " + p.Name + ": " + waitWhat(p))()
+			if progress && e.json {
+				defer e.reportWait(ctx, c, p)()
 			}
 			return c.Wait(ctx, p)
 		},
@@ -464,19 +582,70 @@ func waitVerb() verb {
 	}
 }
 
+// reportWait prints a progress envelope every progressEvery while a wait
+// runs, from a snapshot on the same connection. The returned stop ends it
+// before the result is printed, so the result is the stream's last line.
+func (e *env) reportWait(ctx context.Context, c *wire.Client, p wire.WaitParams) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			pr := waitProgress{Name: p.Name, Waiting: waitWhat(p), ElapsedMS: time.Since(start).Milliseconds()}
+			if s, err := c.Snapshot(ctx, p.Name); err == nil {
+				for i := len(s.Lines) - 1; i >= 0; i-- {
+					if l := strings.TrimSpace(s.Lines[i]); l != "" {
+						pr.LastLine = l
+						break
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			e.emit(typeProgress, pr)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// waitWhat says what a wait waits for, for the spinner.
+func waitWhat(p wire.WaitParams) string {
+	var what []string
+	if p.Until != "" {
+		what = append(what, "until "+p.Until)
+	}
+	if p.IdleMS > 0 {
+		what = append(what, fmt.Sprintf("%s of quiet", time.Duration(p.IdleMS)*time.Millisecond))
+	}
+	if p.Exit {
+		what = append(what, "its exit")
+	}
+	if len(what) == 0 {
+		return "its condition"
+	}
+	return strings.Join(what, " or ")
+}
+
 func resizeVerb() verb {
 	return verb{
-		name: "resize", args: "NAME COLSxROWS", summary: "change a session's terminal size",
+		use: "resize NAME COLSxROWS", summary: "change a session's terminal size",
+		args: exactArgs(2), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, _, err := verbFlags("resize", args, func(*flag.FlagSet) {})
-			if err != nil {
-				return nil, err
-			}
-			if err := wantArgs("resize", "NAME COLSxROWS", pos, 2); err != nil {
-				return nil, err
-			}
-			p := wire.ResizeParams{Name: pos[0]}
-			if p.Cols, p.Rows, err = parseSize(pos[1]); err != nil {
+			p := wire.ResizeParams{Name: args[0]}
+			var err error
+			if p.Cols, p.Rows, err = parseSize(args[1]); err != nil {
 				return nil, err
 			}
 			c, err := e.dial(ctx)
@@ -518,9 +687,5 @@ func ago(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+// shorten cuts s to n runes.
+func shorten(s string, n int) string { return elide(s, n) }

@@ -25,12 +25,9 @@ type versionResult struct {
 
 func versionVerb() verb {
 	return verb{
-		name:    "version",
+		use:     "version",
 		summary: "print client and daemon versions; warn when the running daemon is not the installed build",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) > 0 {
-				return nil, usagef("version takes no arguments")
-			}
 			r := &versionResult{Client: buildinfo.Version}
 			var h wire.HelloResult
 			err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h)
@@ -81,12 +78,9 @@ func installedDaemon() string {
 
 func helloVerb() verb {
 	return verb{
-		name:    "hello",
+		use:     "hello",
 		summary: "the handshake: the daemon's version, build, limits and methods",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			if len(args) > 0 {
-				return nil, usagef("hello takes no arguments")
-			}
 			var h wire.HelloResult
 			err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h)
 			return &h, err

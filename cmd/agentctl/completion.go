@@ -1,0 +1,145 @@
+package main
+
+// Dynamic completion: `agentctl completion bash|zsh|fish` prints cobra's
+// script, which runs `agentctl __complete ARGS...` at each Tab; for a verb
+// whose argument names a session or a channel, that asks the daemon. A
+// daemon that is not running, or slow, yields no candidates rather than an
+// error or a hang: completion must never get in the way of typing.
+
+import (
+	"context"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// completeKind is what a positional argument or flag names.
+type completeKind int
+
+const (
+	completeNone    completeKind = iota // nothing the daemon knows: no candidates, no files
+	completeSession                     // a session name
+	completeChannel                     // a channel id
+	completeFiles                       // a file: the shell's own completion
+)
+
+// completionTimeout bounds the daemon's answer to a Tab.
+const completionTimeout = 2 * time.Second
+
+// completer completes the first positional argument with what kind
+// names; later ones are free text.
+func (e *env) completer(kind completeKind) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return e.candidates(c.Context(), kind, toComplete)
+	}
+}
+
+// flagCompleter completes a flag's value with what kind names.
+func (e *env) flagCompleter(kind completeKind) cobra.CompletionFunc {
+	return func(c *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return e.candidates(c.Context(), kind, toComplete)
+	}
+}
+
+// candidates asks the daemon for the names of kind that start with prefix.
+func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch kind {
+	case completeFiles:
+		return nil, cobra.ShellCompDirectiveDefault
+	case completeNone:
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
+	defer cancel()
+	defer func() {
+		if e.client != nil {
+			e.client.Close()
+			e.client = nil
+		}
+	}()
+	var out []cobra.Completion
+	switch kind {
+	case completeSession:
+		var r wire.ListResult
+		if e.call(ctx, wire.MethodList, wire.ListParams{}, &r) != nil {
+			break
+		}
+		for _, s := range naturalSorted(r.Sessions) {
+			if strings.HasPrefix(s.Name, prefix) {
+				out = append(out, cobra.CompletionWithDesc(s.Name, string(s.Status)+" "+shorten(shellJoin(s.Command), 40)))
+			}
+		}
+	case completeChannel:
+		var r wire.ChannelListResult
+		if e.call(ctx, wire.MethodChannelList, nil, &r) != nil {
+			break
+		}
+		for _, ch := range r.Channels {
+			if strings.HasPrefix(ch.ChannelID, prefix) {
+				desc := "channel"
+				if ch.Session != "" {
+					desc = "bound to session " + ch.Session
+				}
+				out = append(out, cobra.CompletionWithDesc(ch.ChannelID, desc))
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// bashFallback lets the bash script work in a bash without the
+// bash-completion package: cobra's script needs its
+// _get_comp_words_by_ref, and a plain bash (a container, a minimal
+// install) has none, which left Tab doing nothing. This one takes the words
+// as bash split them; bash-completion's, when loaded, is used instead.
+const bashFallback = `# Without the bash-completion package: the words as bash split them.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+}
+fi
+`
+
+func completionVerb() verb {
+	shell := func(name, how string, gen func(root *cobra.Command, e *env) error) verb {
+		return verb{
+			use:     name,
+			summary: "print the " + name + " completion script",
+			long:    "Print the " + name + " completion script: Tab completes commands, flags, and session names and channel ids\nfrom the running agentd.\n\n" + how,
+			run: func(ctx context.Context, e *env, args []string) (any, error) {
+				if err := gen(e.cmd.Root(), e); err != nil {
+					return nil, err
+				}
+				return nil, errPrinted
+			},
+		}
+	}
+	return verb{
+		use:     "completion SHELL",
+		summary: "print a shell completion script (bash, zsh, fish)",
+		long:    "Print a completion script for bash, zsh or fish; see agentctl completion SHELL --help for where it goes.",
+		subs: []verb{
+			shell("bash", "  source <(agentctl completion bash)    # now; add the line to ~/.bashrc for every shell",
+				func(root *cobra.Command, e *env) error {
+					if _, err := io.WriteString(e.stdout, bashFallback); err != nil {
+						return err
+					}
+					return root.GenBashCompletionV2(e.stdout, true)
+				}),
+			shell("zsh", "  agentctl completion zsh > \"${fpath[1]}/_agentctl\"    # then start a new shell",
+				func(root *cobra.Command, e *env) error { return root.GenZshCompletion(e.stdout) }),
+			shell("fish", "  agentctl completion fish > ~/.config/fish/completions/agentctl.fish",
+				func(root *cobra.Command, e *env) error { return root.GenFishCompletion(e.stdout, true) }),
+		},
+	}
+}

@@ -1,0 +1,382 @@
+package main
+
+// agentctl doctor: the questions a person asks when something does not
+// work, each answered pass, fail (with the fix) or skipped (with why it
+// does not apply here). It uses only what the daemon already serves
+// (agent.hello, agent.screen) and what the client can see itself (the
+// socket, the state directory, systemd, .mcp.json).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// The outcomes of a check.
+const (
+	checkPass    = "pass"
+	checkFail    = "fail"
+	checkSkipped = "skipped"
+)
+
+// minFreeBytes is the free space under the state directory below which
+// doctor fails: event logs grow with every session's output, and a full
+// disk stops them.
+const minFreeBytes = 256 << 20
+
+// doctorCheck is one check's outcome.
+type doctorCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // pass, fail or skipped
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorResult is what `agentctl doctor` reports.
+type doctorResult struct {
+	Checks []doctorCheck `json:"checks"`
+	Failed int           `json:"failed"`
+}
+
+func doctorVerb() verb {
+	return verb{
+		use:     "doctor",
+		summary: "check agentd's installation and setup; each failure comes with its fix",
+		long: "Check what agentd needs: the daemon and its version against the installed one, the socket's and\n" +
+			"state directory's owner and modes, the systemd units, the display as the daemon sees it, MIT-SHM\n" +
+			"and XTEST, the consent to act, free space for the session logs, and the Claude Code bridge in\n" +
+			"this directory's .mcp.json. A check that does not apply here says skipped and why.\n\n" +
+			"Exits 0 when no check failed, 1 when one did.",
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			r := e.doctor(ctx)
+			if r.Failed > 0 {
+				e.status = 1
+			}
+			return r, nil
+		},
+		human: func(w io.Writer, result any) error {
+			r := result.(*doctorResult)
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			for _, c := range r.Checks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+				if c.Fix != "" {
+					fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+				}
+			}
+			tw.Flush()
+			if r.Failed > 0 {
+				fmt.Fprintf(w, "%d of %d checks failed\n", r.Failed, len(r.Checks))
+			} else {
+				fmt.Fprintln(w, "no check failed")
+			}
+			return nil
+		},
+	}
+}
+
+// doctor runs every check.
+func (e *env) doctor(ctx context.Context) *doctorResult {
+	r := &doctorResult{}
+	add := func(c doctorCheck) {
+		r.Checks = append(r.Checks, c)
+		if c.Status == checkFail {
+			r.Failed++
+		}
+	}
+	hello, daemon := e.checkDaemon(ctx)
+	add(daemon)
+	socket, stateDir := e.socket, defaultStateDir()
+	if hello != nil {
+		socket, stateDir = hello.Socket, hello.StateDir
+	}
+	add(checkPrivateDir("socket directory", filepath.Dir(socket)))
+	add(checkSocketFile(socket, hello != nil))
+	add(checkPrivateDir("state directory", stateDir))
+	add(checkSystemd())
+	for _, c := range e.checkScreen(ctx, hello != nil) {
+		add(c)
+	}
+	add(checkFreeSpace(stateDir))
+	add(checkMCPConfig())
+	return r
+}
+
+func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) {
+	c := doctorCheck{Name: "daemon"}
+	var h wire.HelloResult
+	if err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h); err != nil {
+		c.Status, c.Detail = checkFail, err.Error()
+		c.Fix = "start it: systemctl --user start agentd.socket, or run agentd; agentctl --socket names another socket"
+		return nil, c
+	}
+	c.Status = checkPass
+	c.Detail = fmt.Sprintf("agentd %s (build %s, pid %d) at %s", h.Version, h.Build, h.PID, h.Socket)
+	if h.Version != buildinfo.Version {
+		c.Status = checkFail
+		c.Detail += fmt.Sprintf("; agentctl is %s", buildinfo.Version)
+		c.Fix = "install agentd and agentctl together (make install), then restart agentd: systemctl --user restart agentd"
+		return &h, c
+	}
+	if path := installedDaemon(); path != "" {
+		if fp, err := buildinfo.Fingerprint(path); err == nil && fp != h.Build {
+			c.Status = checkFail
+			c.Detail += fmt.Sprintf("; the installed %s is build %s", path, fp)
+			c.Fix = "restart it to run the installed build: systemctl --user restart agentd"
+		}
+	}
+	return &h, c
+}
+
+// checkPrivateDir wants dir to be a directory of this user's that no one
+// else can enter: the socket's directory guards the socket, and the state
+// directory holds everything typed into every session.
+func checkPrivateDir(name, dir string) doctorCheck {
+	c := doctorCheck{Name: name}
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = checkSkipped, dir+" does not exist yet; agentd creates it (0700) when it starts"
+		return c
+	case err != nil:
+		c.Status, c.Detail, c.Fix = checkFail, err.Error(), "make "+dir+" readable by you"
+		return c
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		c.Status, c.Detail = checkFail, dir+" is a symbolic link"
+		c.Fix = "replace it with a directory: rm " + dir + " && mkdir -m 700 " + dir
+	case !st.IsDir():
+		c.Status, c.Detail, c.Fix = checkFail, dir+" is not a directory", "remove it; agentd creates the directory"
+	case sys != nil && int(sys.Uid) != os.Getuid():
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not you (%d)", dir, sys.Uid, os.Getuid())
+		c.Fix = "chown " + fmt.Sprint(os.Getuid()) + " " + dir + ", or point agentd elsewhere"
+	case st.Mode().Perm()&0o077 != 0:
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s is %04o: others can enter it", dir, st.Mode().Perm())
+		c.Fix = "chmod 700 " + dir
+	default:
+		c.Status, c.Detail = checkPass, fmt.Sprintf("%s is yours, %04o", dir, st.Mode().Perm())
+	}
+	return c
+}
+
+func checkSocketFile(path string, reachable bool) doctorCheck {
+	c := doctorCheck{Name: "socket"}
+	st, err := os.Lstat(path)
+	if err != nil {
+		if reachable {
+			c.Status, c.Detail = checkSkipped, path+" is not on this machine (a forwarded socket?)"
+			return c
+		}
+		c.Status, c.Detail = checkFail, path+" does not exist"
+		c.Fix = "start agentd (systemctl --user start agentd.socket), or give the socket it uses with --socket"
+		return c
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	switch {
+	case st.Mode()&fs.ModeSocket == 0:
+		c.Status, c.Detail, c.Fix = checkFail, path+" is not a socket", "remove it and restart agentd"
+	case sys != nil && int(sys.Uid) != os.Getuid():
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not you", path, sys.Uid)
+		c.Fix = "stop the other user's agentd, remove " + path + " and start yours"
+	case st.Mode().Perm()&0o077 != 0:
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s is %04o: others may connect", path, st.Mode().Perm())
+		c.Fix = "chmod 600 " + path + "; agentd creates it 0600 when it starts"
+	default:
+		c.Status, c.Detail = checkPass, fmt.Sprintf("%s is yours, %04o", path, st.Mode().Perm())
+	}
+	return c
+}
+
+// checkSystemd wants agentd.socket enabled in the user's systemd, when
+// there is a user manager: a container or a session without one has no
+// units to check.
+func checkSystemd() doctorCheck {
+	c := doctorCheck{Name: "systemd"}
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		c.Status, c.Detail = checkSkipped, "systemd is not running on this machine (a container?); start agentd by hand"
+		return c
+	}
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		c.Status, c.Detail = checkSkipped, "no systemctl on $PATH"
+		return c
+	}
+	if err := exec.Command("systemctl", "--user", "show-environment").Run(); err != nil {
+		c.Status, c.Detail = checkSkipped, "no systemd user manager for this session"
+		return c
+	}
+	out, _ := exec.Command("systemctl", "--user", "is-enabled", "agentd.socket").Output()
+	switch state := strings.TrimSpace(string(out)); state {
+	case "enabled", "enabled-runtime", "linked", "alias":
+		c.Status, c.Detail = checkPass, "agentd.socket is "+state+": agentd starts at the first agentctl call"
+	case "", "not-found":
+		c.Status, c.Detail = checkFail, "agentd's units are not installed"
+		c.Fix = "make install, then systemctl --user daemon-reload && systemctl --user enable --now agentd.socket"
+	default:
+		c.Status, c.Detail = checkFail, "agentd.socket is "+state
+		c.Fix = "systemctl --user enable --now agentd.socket"
+	}
+	return c
+}
+
+// checkScreen asks the daemon about its display: reachable, the
+// extensions screenshots and input need, and the consent to act.
+func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
+	display := doctorCheck{Name: "display"}
+	ext := doctorCheck{Name: "x extensions"}
+	consent := doctorCheck{Name: "consent"}
+	skipAll := func(why string) []doctorCheck {
+		for _, c := range []*doctorCheck{&display, &ext, &consent} {
+			c.Status, c.Detail = checkSkipped, why
+		}
+		return []doctorCheck{display, ext, consent}
+	}
+	if !reachable {
+		return skipAll("agentd is not reachable")
+	}
+	var s wire.ScreenResult
+	if err := e.call(ctx, wire.MethodScreen, nil, &s); err != nil {
+		display.Status, display.Detail = checkFail, err.Error()
+		display.Fix = displayFix
+		ext.Status, ext.Detail = checkSkipped, "no display"
+		consent.Status, consent.Detail = checkSkipped, "no display"
+		return []doctorCheck{display, ext, consent}
+	}
+	if !s.Connected {
+		display.Status, display.Detail, display.Fix = checkFail, fmt.Sprintf("agentd has no display (%q): %s", s.Display, s.Reason), displayFix
+		ext.Status, ext.Detail = checkSkipped, "no display"
+	} else {
+		display.Status, display.Detail = checkPass, fmt.Sprintf("%s, %dx%d, %d monitors", s.Display, s.Width, s.Height, len(s.Monitors))
+		var missing []string
+		for _, want := range []string{"MIT-SHM", "XTEST"} {
+			if !slices.Contains(s.Extensions, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			ext.Status, ext.Detail = checkPass, "MIT-SHM and XTEST present"
+		} else {
+			ext.Status, ext.Detail = checkFail, strings.Join(missing, " and ")+" missing on "+s.Display
+			ext.Fix = "use a local X server with MIT-SHM (fast screenshots) and XTEST (input); a display forwarded over ssh lacks MIT-SHM, and Xvfb needs +extension XTEST if built without it"
+		}
+	}
+	consent.Status = checkPass
+	if s.AllowAct {
+		consent.Detail = "acting on the screen is allowed"
+	} else {
+		consent.Detail = "acting on the screen is not allowed (screenshots only); to allow it: allow_act = true in the config, or agentd --allow-act"
+	}
+	return []doctorCheck{display, ext, consent}
+}
+
+const displayFix = "systemctl --user import-environment DISPLAY XAUTHORITY (or set display in the config), then systemctl --user restart agentd"
+
+func checkFreeSpace(dir string) doctorCheck {
+	c := doctorCheck{Name: "free space"}
+	// The state directory may not exist yet: measure where it will be.
+	for dir != "/" && dir != "." {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		c.Status, c.Detail = checkSkipped, fmt.Sprintf("statfs %s: %v", dir, err)
+		return c
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	c.Detail = fmt.Sprintf("%s free under %s", bytesText(free), dir)
+	if free < minFreeBytes {
+		c.Status = checkFail
+		c.Fix = fmt.Sprintf("free space there (at least %s): agentctl rm ended sessions, or set state_dir elsewhere", bytesText(minFreeBytes))
+	} else {
+		c.Status = checkPass
+	}
+	return c
+}
+
+func bytesText(n uint64) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 10<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// mcpConfig is the part of .mcp.json doctor reads.
+type mcpConfig struct {
+	MCPServers map[string]struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	} `json:"mcpServers"`
+}
+
+const bridgeConfig = `{"mcpServers": {"agentd": {"command": "agentctl", "args": ["channel", "mcp"]}}}`
+
+// checkMCPConfig looks for the Claude Code bridge (agentctl channel mcp) in
+// the current directory's .mcp.json, where Claude Code reads it.
+func checkMCPConfig() doctorCheck {
+	c := doctorCheck{Name: "claude code bridge"}
+	b, err := os.ReadFile(".mcp.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		c.Status, c.Detail = checkSkipped, "no .mcp.json in this directory; the bridge is configured per project: "+bridgeConfig
+		return c
+	}
+	if err != nil {
+		c.Status, c.Detail, c.Fix = checkFail, err.Error(), "make .mcp.json readable"
+		return c
+	}
+	var cfg mcpConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		c.Status, c.Detail, c.Fix = checkFail, ".mcp.json is not valid JSON: "+err.Error(), "fix the JSON; the bridge's entry is "+bridgeConfig
+		return c
+	}
+	for name, s := range cfg.MCPServers {
+		if filepath.Base(s.Command) != "agentctl" || !slices.Equal(s.Args, []string{"channel", "mcp"}) && !(len(s.Args) > 2 && s.Args[0] == "channel" && s.Args[1] == "mcp") {
+			continue
+		}
+		path, err := exec.LookPath(s.Command)
+		if err != nil {
+			c.Status, c.Detail = checkFail, fmt.Sprintf("server %q runs %s, which is not on $PATH", name, s.Command)
+			c.Fix = "give the full path to agentctl in .mcp.json, or install it on $PATH (make install)"
+			return c
+		}
+		if _, err := mcpBinaryBeside(path); err != nil {
+			c.Status, c.Detail, c.Fix = checkFail, err.Error(), "make install puts agentctl-mcp beside agentctl"
+			return c
+		}
+		c.Status, c.Detail = checkPass, fmt.Sprintf("server %q runs %s channel mcp", name, path)
+		return c
+	}
+	c.Status, c.Detail = checkFail, ".mcp.json has no server running agentctl channel mcp"
+	c.Fix = "add the bridge to .mcp.json: " + bridgeConfig
+	return c
+}
+
+// defaultStateDir is where agentd keeps its state unless configured
+// otherwise; doctor uses it when the daemon cannot say.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agentd")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "agentd")
+}

@@ -1,0 +1,46 @@
+//go:build mangen
+
+package main
+
+// The man pages, built by `make man` (go run -tags mangen ./cmd/agentctl
+// __man DIR) from the same command tree as --help, so they cannot drift
+// from it. Behind a build tag: the man page generator (cobra/doc and its
+// markdown renderer) stays out of the agentctl that people run.
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra/doc"
+
+	"github.com/agentd/agentd/internal/buildinfo"
+)
+
+func extraVerbs() []namedVerb { return []namedVerb{{"__man", manVerb}} }
+
+func manVerb() verb {
+	return verb{
+		use: "__man DIR", summary: "write the man pages into DIR", hidden: true,
+		args: exactArgs(1),
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			// The whole tree: this run's has only __man.
+			root := newRoot(&env{stdin: e.stdin, stdout: io.Discard, stderr: io.Discard}, nil)
+			root.Long += "\n\nEXIT STATUS\n" + exitTable()
+			// Reproducible builds set the date they were made.
+			date := time.Now()
+			if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+				date = time.Unix(s, 0).UTC()
+			}
+			if err := os.MkdirAll(args[0], 0o755); err != nil {
+				return nil, err
+			}
+			header := &doc.GenManHeader{Title: "AGENTCTL", Section: "1", Date: &date,
+				Source: "agentd " + buildinfo.Version, Manual: "agentd manual"}
+			return nil, doc.GenManTree(root, header, args[0])
+		},
+		human: func(io.Writer, any) error { return nil },
+	}
+}

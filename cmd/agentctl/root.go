@@ -1,0 +1,280 @@
+package main
+
+// The command tree. agentctl uses github.com/spf13/cobra, the framework of
+// kubectl, gh and docker's CLI, so that it behaves as people expect from
+// those: help per verb (`agentctl spawn --help`, `agentctl help spawn`),
+// global flags before or after the verb, `--version`, and completion
+// scripts for bash, zsh and fish generated from the same tree. Cobra only
+// parses and dispatches here: each verb's RunE records what its run
+// returned, and run prints it and picks the exit status exactly as before,
+// through the one exitCode.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// verb is one agentctl command. run returns the result to print (as JSON
+// with --json, through human otherwise) or an error.
+type verb struct {
+	// use is the verb and its arguments, as in the usage line:
+	// "stop NAME [--signal SIG] [--grace DURATION]".
+	use     string
+	summary string
+	// long is the help's text when it says more than summary.
+	long    string
+	example string
+	// args checks the positional arguments before run; nil accepts none.
+	args cobra.PositionalArgs
+	// flags defines the verb's own flags, bound to variables run reads.
+	flags func(fs *pflag.FlagSet)
+	run   func(ctx context.Context, e *env, args []string) (any, error)
+	// human prints the result for a person; nil prints it as indented JSON.
+	human func(w io.Writer, result any) error
+	// serverTimeout marks verbs that hand --timeout to the daemon as the
+	// operation's deadline: the client waits a little longer, so the
+	// daemon's timeout answer, with what it saw, arrives first.
+	serverTimeout bool
+	// complete says what the first positional argument names, for the
+	// shell's completion from the daemon.
+	complete completeKind
+	// flagComplete says what flags name, likewise: {"session": completeSession}.
+	flagComplete map[string]completeKind
+	// subs are the sub-commands of a group such as channel.
+	subs []verb
+	// hidden keeps a verb out of help, completion and man pages.
+	hidden bool
+}
+
+// verbTable is agentctl's command table, by name; help and completion come
+// from it. Each verb is made on demand: see verbsFor.
+func verbTable() []namedVerb {
+	return append([]namedVerb{
+		{"version", versionVerb}, {"hello", helloVerb},
+		{"spawn", spawnVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
+		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
+		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
+		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},
+		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
+		{"doctor", doctorVerb},
+	}, extraVerbs()...)
+}
+
+// namedVerb is a row of verbTable.
+type namedVerb struct {
+	name string
+	make func() verb
+}
+
+// verbsFor returns the verbs to build for args: only the one args name when
+// they name one, else all (help, completion, an unknown verb that cobra
+// suggests a near name for). Building one cobra command instead of thirty
+// took 0.15 ms off each agentctl run (BENCHMARKS.md, issue 15), and
+// agentctl runs once per shell command.
+func verbsFor(args []string) []verb {
+	table := verbTable()
+	if name := verbName(args); name != "" {
+		for _, nv := range table {
+			if nv.name == name {
+				return []verb{nv.make()}
+			}
+		}
+	}
+	vs := make([]verb, len(table))
+	for i, nv := range table {
+		vs[i] = nv.make()
+	}
+	return vs
+}
+
+// verbName is the first word of args that is not a global flag or its
+// value: the verb, or "" when there is none before "--".
+func verbName(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case a == "--socket" || a == "--timeout":
+			i++ // the value
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// newRoot builds the command tree for one run of args, bound to e. It is
+// built per run, not kept in package variables, so tests can run agentctl
+// many times in one process.
+func newRoot(e *env, args []string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "talk to agentd, the daemon for agent sessions and the X11 screen",
+		Long: "agentctl — talk to agentd, the daemon for agent sessions and the X11 screen\n\n" +
+			"Global flags (--socket, --json, --timeout) go before or after the command.",
+		Version:           buildinfo.Version,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		DisableAutoGenTag: true,
+		// agentctl's own completion verb adds what a plain bash lacks.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// No command: the help, and the usage exit status, for a
+		// script that forgot its verb.
+		RunE: func(c *cobra.Command, args []string) error {
+			c.Help()
+			e.ran, e.command, e.err = true, "agentctl", exitStatus(wire.ExitUsage)
+			return nil
+		},
+	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetVersionTemplate("agentctl {{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.socket, "socket", wire.DefaultSocketPath(), "agentd's socket")
+	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream")
+	pf.DurationVar(&e.timeout, "timeout", 0, "give up after this long (e.g. 30s); 0 waits as long as the request does")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%s: %v; see %s --help", commandName(c), err, c.CommandPath())
+	})
+	// The exit table ends the top-level help, as a man page's EXIT STATUS.
+	defaultHelp := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		defaultHelp(c, args)
+		if !c.HasParent() {
+			fmt.Fprint(c.OutOrStdout(), "\nExit status:\n"+exitTable())
+		}
+	})
+	for _, v := range verbsFor(args) {
+		root.AddCommand(e.cobraCommand(v))
+	}
+	root.SetHelpCommand(helpCommand(e))
+	return root
+}
+
+// cobraCommand turns a verb into a cobra command bound to e.
+func (e *env) cobraCommand(v verb) *cobra.Command {
+	name, _, _ := strings.Cut(v.use, " ")
+	c := &cobra.Command{
+		Use:                   v.use,
+		Short:                 v.summary,
+		Long:                  v.long,
+		Example:               v.example,
+		DisableFlagsInUseLine: true,
+		ValidArgsFunction:     e.completer(v.complete),
+		Hidden:                v.hidden,
+	}
+	if c.Long == "" {
+		c.Long = v.summary
+	}
+	if v.args != nil {
+		c.Args = v.args
+	} else {
+		c.Args = noArgs
+	}
+	if v.flags != nil {
+		v.flags(c.Flags())
+	}
+	for name, kind := range v.flagComplete {
+		c.RegisterFlagCompletionFunc(name, e.flagCompleter(kind))
+	}
+	if len(v.subs) > 0 {
+		for _, s := range v.subs {
+			c.AddCommand(e.cobraCommand(s))
+		}
+		// A group run alone, or with a sub-command it does not have, is
+		// a usage error naming the sub-commands, not its help on stdout.
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			var names []string
+			for _, s := range c.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			if len(args) == 0 {
+				return usagef("%s needs a command: %s; see %s --help", name, strings.Join(names, ", "), c.CommandPath())
+			}
+			return usagef("unknown %s command %q; the commands are %s; see %s --help", name, args[0], strings.Join(names, ", "), c.CommandPath())
+		}
+		return c
+	}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		e.ran, e.command, e.verb, e.cmd = true, commandName(c), &v, c
+		ctx := c.Context()
+		if e.timeout > 0 {
+			limit := e.timeout
+			if v.serverTimeout {
+				limit += serverTimeoutSlack
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+		}
+		e.result, e.err = v.run(ctx, e, args)
+		return nil
+	}
+	return c
+}
+
+// helpCommand is `agentctl help [COMMAND...]`: cobra's, except that an
+// unknown topic is a usage error like an unknown command, not the help
+// with exit status 0.
+func helpCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "help about any command",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, _ := c.Root().Find(args)
+			var out []cobra.Completion
+			for _, s := range target.Commands() {
+				if s.IsAvailableCommand() && strings.HasPrefix(s.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(s.Name(), s.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return usagef("no help for %q: no such command; agentctl --help lists the commands", strings.Join(args, " "))
+			}
+			e.ran, e.command, e.err = true, "help", errPrinted
+			return target.Help()
+		},
+	}
+}
+
+// usageLine is "agentctl VERB ARGS" for c.
+func usageLine(c *cobra.Command) string { return c.UseLine() }
+
+// noArgs refuses positional arguments.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments; see %s --help", commandName(c), c.CommandPath())
+	}
+	return nil
+}
+
+// exactArgs wants n positional arguments.
+func exactArgs(n int) cobra.PositionalArgs { return rangeArgs(n, n) }
+
+// rangeArgs wants between lo and hi positional arguments.
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usagef("usage: %s; see %s --help", usageLine(c), c.CommandPath())
+		}
+		return nil
+	}
+}
