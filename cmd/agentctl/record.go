@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentd/agentd/internal/asciicast"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// recordPage is how many events one agent.logs call asks for: small
+// enough that a page of busy output stays far under the frame limit, so a
+// recording of any size is read at a flat memory cost.
+const recordPage = 500
+
+// recordResult is what record wrote.
+type recordResult struct {
+	Name     string  `json:"name"`
+	File     string  `json:"file"`
+	Events   int     `json:"events"`
+	Duration float64 `json:"duration_s"`
+	Gaps     int     `json:"gaps,omitempty"`
+}
+
+func recordVerb() verb {
+	var out, since, until string
+	var idle time.Duration
+	var input, force bool
+	return verb{
+		use:     "record NAME [-o FILE] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force]",
+		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
+		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +
+			"asciinema and its web player play. Output and resizes are recorded; asks are markers named by\n" +
+			"the question's first line; typed input only with --input (it may hold secrets). --since and\n" +
+			"--until take a time (RFC 3339) or a duration ago (10m); --idle-limit caps pauses like\n" +
+			"asciinema's own option. A gap where the log rotated out is a marker.",
+		example: "  agentctl record py -o py.cast && asciinema play py.cast\n  agentctl record build --since 10m --idle-limit 2s -o last.cast",
+		args:    exactArgs(1), complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVarP(&out, "output", "o", "-", "file to write (- for standard output)")
+			fs.StringVar(&since, "since", "", "first time to record: RFC 3339, or a duration ago such as 10m")
+			fs.StringVar(&until, "until", "", "last time to record, likewise")
+			fs.DurationVar(&idle, "idle-limit", 0, "cap every pause at this long (0: keep them)")
+			fs.BoolVar(&input, "input", false, "record typed input too (it may hold secrets)")
+			fs.BoolVar(&force, "force", false, "replace an existing file")
+		},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			now := time.Now()
+			from, err := parseWhen(since, now, "since")
+			if err != nil {
+				return nil, err
+			}
+			to, err := parseWhen(until, now, "until")
+			if err != nil {
+				return nil, err
+			}
+			if !from.IsZero() && !to.IsZero() && from.After(to) {
+				return nil, usagef("--since %s is after --until %s; swap them", since, until)
+			}
+			if idle < 0 {
+				return nil, usagef("--idle-limit %v must not be negative", idle)
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			st, err := c.Status(ctx, args[0])
+			if err != nil {
+				return nil, err
+			}
+			w, closeOut, err := openRecording(out, force, e.stdout)
+			if err != nil {
+				return nil, err
+			}
+			res, err := writeRecording(ctx, c, st, w, recordOptions{from: from, to: to, idle: idle, input: input})
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, err
+			}
+			res.File = out
+			if out == "-" && !e.json {
+				return nil, errPrinted // the recording was the output
+			}
+			return res, nil
+		},
+		human: func(w io.Writer, result any) error {
+			r := result.(*recordResult)
+			_, err := fmt.Fprintf(w, "recorded %d events (%.1f s) of %s to %s\n", r.Events, r.Duration, r.Name, r.File)
+			return err
+		},
+	}
+}
+
+// parseWhen reads a --since/--until value: empty, an RFC 3339 time, or a
+// duration before now.
+func parseWhen(v string, now time.Time, flag string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef("--%s %q is neither a time such as 2026-11-30T17:00:00Z nor a duration ago such as 10m", flag, v)
+}
+
+// openRecording opens the file to write: standard output for "-"; a file
+// that exists only with force; never through a symbolic link.
+func openRecording(path string, force bool, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
+	if force {
+		flags |= os.O_TRUNC
+	} else {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil, nil, usagef("%s exists; pass --force to replace it", path)
+	case errors.Is(err, syscall.ELOOP):
+		return nil, nil, usagef("%s is a symbolic link; give the real path", path)
+	case err != nil:
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
+type recordOptions struct {
+	from, to time.Time
+	idle     time.Duration
+	input    bool
+}
+
+// writeRecording pages through the session's event log and writes the
+// events in range as asciicast.
+func writeRecording(ctx context.Context, c *wire.Client, st *wire.SessionStatus, w io.Writer, o recordOptions) (*recordResult, error) {
+	res := &recordResult{Name: st.Name}
+	var cw *asciicast.Writer
+	var first, last time.Time
+	var prevSeq uint64
+	started := false
+	p := wire.LogsParams{Name: st.Name, Limit: recordPage}
+	for {
+		page, err := c.Logs(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for i, ev := range page.Events {
+			if (!o.from.IsZero() && ev.TS.Before(o.from)) || (!o.to.IsZero() && ev.TS.After(o.to)) {
+				prevSeq = ev.Seq
+				continue
+			}
+			if cw == nil {
+				first = ev.TS
+				cols, rows := startSize(st, page.Events[i:])
+				cw, err = asciicast.NewWriter(w, asciicast.Header{Width: cols, Height: rows, Timestamp: first.Unix(),
+					Command: shellJoin(st.Argv), Title: st.Name, Env: map[string]string{"TERM": "xterm-256color"}}, first, o.idle)
+				if err != nil {
+					return nil, err
+				}
+			}
+			if started && ev.Seq > prevSeq+1 {
+				res.Gaps++
+				cw.Mark(ev.TS, fmt.Sprintf("gap: %d events rotated out of the log", ev.Seq-prevSeq-1))
+			}
+			started, prevSeq, last = true, ev.Seq, ev.TS
+			if writeEvent(cw, ev, o.input) {
+				res.Events++
+			}
+		}
+		if len(page.Events) == 0 || page.NextSeq <= p.FromSeq {
+			break
+		}
+		p.FromSeq = page.NextSeq
+	}
+	if cw == nil { // nothing in range: a valid recording with no events
+		var err error
+		cw, err = asciicast.NewWriter(w, asciicast.Header{Width: max(st.Cols, 1), Height: max(st.Rows, 1),
+			Command: shellJoin(st.Argv), Title: st.Name}, time.Now(), o.idle)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := cw.Flush(); err != nil {
+		return nil, fmt.Errorf("writing the recording: %w", err)
+	}
+	res.Duration = last.Sub(first).Seconds()
+	return res, nil
+}
+
+// startSize is the terminal's size when the recording starts: a resize
+// before the first output says it, else the session's size now.
+func startSize(st *wire.SessionStatus, evs []wire.LogEvent) (int, int) {
+	for _, ev := range evs {
+		if ev.Type == "resize" && ev.Cols > 0 && ev.Rows > 0 {
+			return ev.Cols, ev.Rows
+		}
+		if ev.Type == "output" {
+			break
+		}
+	}
+	return max(st.Cols, 1), max(st.Rows, 1)
+}
+
+// writeEvent writes one log event as what a player shows; it reports
+// whether it wrote one.
+func writeEvent(cw *asciicast.Writer, ev wire.LogEvent, input bool) bool {
+	switch ev.Type {
+	case "output":
+		cw.Event(ev.TS, asciicast.Output, []byte(ev.Data))
+	case "input":
+		if !input {
+			return false
+		}
+		cw.Event(ev.TS, asciicast.Input, []byte(ev.Data))
+	case "resize":
+		if ev.Cols <= 0 || ev.Rows <= 0 {
+			return false
+		}
+		cw.Resized(ev.TS, ev.Cols, ev.Rows)
+	case "ask":
+		label := "ask"
+		if q, _, _ := strings.Cut(ev.Text, "\n"); q != "" {
+			label = "ask: " + q
+		}
+		cw.Mark(ev.TS, label)
+	default:
+		return false
+	}
+	return true
+}
