@@ -64,7 +64,7 @@ func verbTable() []namedVerb {
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},
 		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
-		{"doctor", doctorVerb}, {"record", recordVerb},
+		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb},
 	}, extraVerbs()...)
 }
 

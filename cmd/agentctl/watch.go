@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// watchVerb is a read-only live view of a session: the current screen,
+// then its output as it comes. Unlike attach it never sends input and
+// never resizes the session, so any number of people can watch an agent
+// at work, beside the one driver attached to it.
+func watchVerb() verb {
+	return verb{
+		use: "watch NAME", summary: "watch a session live without touching it (q or Ctrl-C leaves)",
+		long: "Show a session's screen and then its output live, read-only: keys pressed here go nowhere\n" +
+			"(q, Ctrl-C or Ctrl-] quit) and the session keeps its size. When this terminal is smaller than\n" +
+			"the session, its last row says so and the top-left part of the session shows.",
+		args: exactArgs(1), complete: completeSession,
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			return nil, watch(ctx, e, args[0])
+		},
+	}
+}
+
+// watchLeaveKeys end a watch: q, Ctrl-C (the terminal is raw, so it
+// arrives as a byte, not a signal) and attach's Ctrl-].
+var watchLeaveKeys = []byte{'q', 'Q', 0x03, detachKey}
+
+func watch(ctx context.Context, e *env, name string) error {
+	c, err := e.dial(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	note := fmt.Sprintf("[watching %s, read-only; q quits]", name)
+	// statusLine, when this terminal is smaller than the session, is kept
+	// on its last row: the session's output would soon scroll a one-off
+	// notice away.
+	var statusLine []byte
+	if out, ok := e.stdout.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 &&
+			(int(ws.Col) < st.Cols || int(ws.Row) < st.Rows) {
+			text := fmt.Sprintf("[%dx%d session, top-left shown; q quits]", st.Cols, st.Rows)
+			text = elide(text, int(ws.Col))
+			// Save the cursor, write the last row in reverse video, restore.
+			statusLine = fmt.Appendf(nil, "\x1b7\x1b[%d;1H\x1b[7m%s\x1b[0m\x1b[K\x1b8", ws.Row, text)
+		}
+	}
+	conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if in, ok := e.stdin.(*os.File); ok {
+		if restore, err := makeRaw(int(in.Fd())); err == nil {
+			defer restore()
+		}
+	}
+	fmt.Fprintf(e.stderr, "%s\r\n", note)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if statusLine == nil {
+			io.Copy(e.stdout, conn)
+			return
+		}
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				e.stdout.Write(append(buf[:n:n], statusLine...))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	left := make(chan struct{})
+	go func() {
+		buf := make([]byte, 256)
+		for {
+			n, err := e.stdin.Read(buf)
+			if bytes.ContainsAny(buf[:n], string(watchLeaveKeys)) {
+				close(left)
+				return
+			}
+			if err != nil {
+				return // no keyboard (a pipe): watch until the end or an interrupt
+			}
+		}
+	}()
+	select {
+	case <-ended:
+		fmt.Fprintf(e.stderr, "\r\n[session %s ended the stream]\r\n", name)
+	case <-left:
+		fmt.Fprintf(e.stderr, "\r\n[stopped watching %s]\r\n", name)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return errPrinted
+}

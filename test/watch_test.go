@@ -1,0 +1,71 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// TestWatch drives three `agentctl watch` in tmux panes, two smaller than
+// the session, beside an attached driver: the watchers show what the
+// program prints, keys typed into them reach nothing, and the session keeps
+// the driver's size.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (apt-get install tmux)")
+	}
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "w1", "--env", "PS1=$ ", "--", "sh")
+	sock := h.runtime + "/tmux"
+	run := func(args ...string) string {
+		cmd := exec.Command(tmux, append([]string{"-S", sock}, args...)...)
+		cmd.Env = h.env("TERM=xterm-256color")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+	run("new-session", "-d", "-s", "driver", "-x", "100", "-y", "30", bin.agentctl+" attach w1; sleep 60")
+	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	sizes := [][2]int{{100, 30}, {60, 20}, {40, 10}}
+	for i, sz := range sizes {
+		run("new-session", "-d", "-s", fmt.Sprintf("watch%d", i), "-x", fmt.Sprint(sz[0]), "-y", fmt.Sprint(sz[1]),
+			bin.agentctl+" watch w1; echo watcher-left; sleep 60")
+	}
+	pane := func(s string) string { return run("capture-pane", "-p", "-t", s) }
+	await(t, 10*time.Second, "the driver's prompt", func() bool { return strings.Contains(pane("driver"), "$") })
+	for i := range sizes {
+		await(t, 10*time.Second, "watcher's view of the prompt", func() bool { return strings.Contains(pane(fmt.Sprintf("watch%d", i)), "$") })
+	}
+	if p := pane("watch2"); !strings.Contains(p, "100x30 session, top-left shown") {
+		t.Errorf("a watcher smaller than the session does not say so:\n%s", p)
+	}
+	// Keys typed into a watcher go nowhere.
+	run("send-keys", "-t", "watch0", "echo from-a-watcher", "Enter")
+	// The driver types; every watcher sees it.
+	run("send-keys", "-t", "driver", "echo driven-$((6*7))", "Enter")
+	for i := range sizes {
+		s := fmt.Sprintf("watch%d", i)
+		await(t, 10*time.Second, s+" showing the driver's command", func() bool { return strings.Contains(pane(s), "driven-42") })
+	}
+	if strings.Contains(h.ctl(0, "snapshot", "w1"), "from-a-watcher") {
+		t.Error("keys typed into a watcher reached the session")
+	}
+	var st wire.SessionStatus
+	json.Unmarshal([]byte(h.ctl(0, "--json", "status", "w1")), &struct{ Result *wire.SessionStatus }{&st})
+	if st.Cols != 100 || st.Rows != 30 {
+		t.Errorf("session size %dx%d with watchers of other sizes, want the driver's 100x30", st.Cols, st.Rows)
+	}
+	// q leaves.
+	run("send-keys", "-t", "watch1", "q")
+	await(t, 10*time.Second, "the watcher to leave on q", func() bool { return strings.Contains(pane("watch1"), "watcher-left") })
+}
