@@ -68,4 +68,17 @@ func TestWatch(t *testing.T) {
 	// q leaves.
 	run("send-keys", "-t", "watch1", "q")
 	await(t, 10*time.Second, "the watcher to leave on q", func() bool { return strings.Contains(pane("watch1"), "watcher-left") })
+
+	// Without a name: every session as a table, once off a terminal...
+	table := h.ctl(0, "watch")
+	if !strings.Contains(table, "w1") || !strings.Contains(table, "running") || !strings.Contains(table, "$") {
+		t.Errorf("watch without a name printed:\n%s", table)
+	}
+	// ...and refreshed every second on one: a new session shows up.
+	run("new-session", "-d", "-s", "top", "-x", "120", "-y", "20", bin.agentctl+" watch; echo table-left; sleep 60")
+	await(t, 10*time.Second, "the table in its pane", func() bool { return strings.Contains(pane("top"), "w1") })
+	h.ctl(0, "spawn", "w2", "--", "sh", "-c", "echo second-session; exec sleep 3600")
+	await(t, 15*time.Second, "the new session in the live table", func() bool { return strings.Contains(pane("top"), "second-session") })
+	run("send-keys", "-t", "top", "q")
+	await(t, 10*time.Second, "the table to quit on q", func() bool { return strings.Contains(pane("top"), "table-left") })
 }

@@ -240,10 +240,10 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 	return err
 }
 
-// elide cuts s to n runes, marking the cut with "…".
+// elide cuts s to n runes, marking the cut with "…"; n ≤ 0 is no limit.
 func elide(s string, n int) string {
 	r := []rune(s)
-	if len(r) <= n {
+	if n <= 0 || len(r) <= n {
 		return s
 	}
 	return string(r[:n-1]) + "…"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,12 +20,17 @@ import (
 // at work, beside the one driver attached to it.
 func watchVerb() verb {
 	return verb{
-		use: "watch NAME", summary: "watch a session live without touching it (q or Ctrl-C leaves)",
+		use: "watch [NAME]", summary: "watch a session live without touching it, or every session as a table (q quits)",
 		long: "Show a session's screen and then its output live, read-only: keys pressed here go nowhere\n" +
 			"(q, Ctrl-C or Ctrl-] quit) and the session keeps its size. When this terminal is smaller than\n" +
-			"the session, its last row says so and the top-left part of the session shows.",
-		args: exactArgs(1), complete: completeSession,
+			"the session, its last row says so and the top-left part of the session shows.\n\n" +
+			"Without NAME: a table of every session (status, last activity, asks answered, the last line\n" +
+			"of its screen), refreshed every second like top; printed once when not on a terminal.",
+		args: rangeArgs(0, 1), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			if len(args) == 0 {
+				return nil, watchAll(ctx, e)
+			}
 			return nil, watch(ctx, e, args[0])
 		},
 	}
@@ -108,4 +115,97 @@ func watch(ctx context.Context, e *env, name string) error {
 		return ctx.Err()
 	}
 	return errPrinted
+}
+
+// watchAll shows every session as a table refreshed once a second, until q
+// or Ctrl-C; off a terminal it prints the table once.
+func watchAll(ctx context.Context, e *env) error {
+	c, err := e.dial(ctx)
+	if err != nil {
+		return err
+	}
+	out, isFile := e.stdout.(*os.File)
+	live := isFile && isTerminal(out)
+	if !live {
+		table, err := sessionsTable(ctx, c, time.Now(), outputWidth(e.stdout))
+		if err != nil {
+			return err
+		}
+		_, err = e.stdout.Write(table)
+		return err
+	}
+	left := make(chan struct{})
+	if in, ok := e.stdin.(*os.File); ok {
+		if restore, err := makeRaw(int(in.Fd())); err == nil {
+			defer restore()
+		}
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				n, err := in.Read(buf)
+				if bytes.ContainsAny(buf[:n], string(watchLeaveKeys)) {
+					close(left)
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		table, err := sessionsTable(ctx, c, time.Now(), outputWidth(e.stdout))
+		if err != nil {
+			return err
+		}
+		// Home, the table, then clear what an older, longer table left.
+		fmt.Fprintf(e.stdout, "\x1b[H%s\x1b[J", bytes.ReplaceAll(table, []byte("\n"), []byte("\x1b[K\r\n")))
+		select {
+		case <-tick.C:
+		case <-left:
+			return errPrinted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sessionsTable renders every session: name, status, last activity, asks
+// answered and the last non-blank line of its screen, each row cut to width.
+func sessionsTable(ctx context.Context, c *wire.Client, now time.Time, width int) ([]byte, error) {
+	list, err := c.List(ctx, wire.ListParams{})
+	if err != nil {
+		return nil, err
+	}
+	rows := naturalSorted(list.Sessions)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%-16s %-8s %-9s %5s  %s\n", "NAME", "STATUS", "ACTIVE", "ASKS", "SCREEN")
+	for _, r := range rows {
+		active, asks, last := "-", "-", ""
+		if !r.LastActivity.IsZero() {
+			active = ago(now.Sub(r.LastActivity))
+		}
+		if st, err := c.Status(ctx, r.Name); err == nil {
+			asks = fmt.Sprint(st.Asks)
+		}
+		if r.Status == wire.StatusRunning {
+			if snap, err := c.Snapshot(ctx, r.Name); err == nil {
+				for i := len(snap.Lines) - 1; i >= 0; i-- {
+					if line := strings.TrimSpace(snap.Lines[i]); line != "" {
+						last = line
+						break
+					}
+				}
+			}
+		}
+		row := fmt.Sprintf("%-16s %-8s %-9s %5s  %s", elide(r.Name, 16), r.Status, active, asks, last)
+		b.WriteString(elide(row, width))
+		b.WriteByte('\n')
+	}
+	if len(rows) == 0 {
+		b.WriteString("(no sessions)\n")
+	}
+	return b.Bytes(), nil
 }
