@@ -80,6 +80,36 @@ func TestRecord(t *testing.T) {
 	if _, _, code = h.agentctl("", "record", "nobody"); code == 0 || code == 2 {
 		t.Errorf("record of a session that does not exist: exit %d, want the not-found status", code)
 	}
+	// -f: the recording grows while the session runs, a line per event.
+	live := filepath.Join(t.TempDir(), "live.cast")
+	h.ctl(0, "spawn", "tick", "--", "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9; do echo tick-$i; sleep 0.3; done")
+	cmd := exec.Command(bin.agentctl, "record", "tick", "-f", "-o", live)
+	cmd.Env = h.env()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 20*time.Second, "tick-2 in the live recording while the session runs", func() bool {
+		b, _ := os.ReadFile(live)
+		return strings.Contains(string(b), "tick-2")
+	})
+	if out := h.ctl(0, "status", "tick"); !strings.Contains(out, "running") {
+		t.Logf("the session ended before the check; the recording still grew line by line:\n%s", out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("record -f: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("record -f did not end with the session")
+	}
+	if b, _ := os.ReadFile(live); !strings.Contains(string(b), "tick-9") {
+		t.Errorf("the live recording lacks the last tick:\n%s", b)
+	}
+
 	// A period with nothing in it: a valid header and no events.
 	empty := h.ctl(0, "record", "rec", "--until", time.Now().Add(-time.Hour).Format(time.RFC3339))
 	if lines := strings.Split(strings.TrimSpace(empty), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], `{"version":2`) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,15 +35,16 @@ type recordResult struct {
 func recordVerb() verb {
 	var out, since, until string
 	var idle time.Duration
-	var input, force bool
+	var input, force, follow bool
 	return verb{
-		use:     "record NAME [-o FILE] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force]",
+		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force]",
 		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
 		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +
 			"asciinema and its web player play. Output and resizes are recorded; asks are markers named by\n" +
 			"the question's first line; typed input only with --input (it may hold secrets). --since and\n" +
 			"--until take a time (RFC 3339) or a duration ago (10m); --idle-limit caps pauses like\n" +
-			"asciinema's own option. A gap where the log rotated out is a marker.",
+			"asciinema's own option. A gap where the log rotated out is a marker. -f goes on recording the\n" +
+			"live session, a line per event as it happens, until the session ends or Ctrl-C.",
 		example: "  agentctl record py -o py.cast && asciinema play py.cast\n  agentctl record build --since 10m --idle-limit 2s -o last.cast",
 		args:    exactArgs(1), complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
@@ -52,6 +54,7 @@ func recordVerb() verb {
 			fs.DurationVar(&idle, "idle-limit", 0, "cap every pause at this long (0: keep them)")
 			fs.BoolVar(&input, "input", false, "record typed input too (it may hold secrets)")
 			fs.BoolVar(&force, "force", false, "replace an existing file")
+			fs.BoolVarP(&follow, "follow", "f", false, "go on recording live until the session ends")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			now := time.Now()
@@ -62,6 +65,9 @@ func recordVerb() verb {
 			to, err := parseWhen(until, now, "until")
 			if err != nil {
 				return nil, err
+			}
+			if follow && !to.IsZero() {
+				return nil, usagef("-f records until the session ends; it takes no --until")
 			}
 			if !from.IsZero() && !to.IsZero() && from.After(to) {
 				return nil, usagef("--since %s is after --until %s; swap them", since, until)
@@ -81,7 +87,8 @@ func recordVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			res, err := writeRecording(ctx, c, st, w, recordOptions{from: from, to: to, idle: idle, input: input})
+			o := recordOptions{from: from, to: to, idle: idle, input: input, follow: follow, socket: e.socket}
+			res, err := writeRecording(ctx, c, st, w, o)
 			if cerr := closeOut(); err == nil {
 				err = cerr
 			}
@@ -145,63 +152,158 @@ type recordOptions struct {
 	from, to time.Time
 	idle     time.Duration
 	input    bool
+	// follow goes on with the live session on a connection of its own
+	// to socket, writing each event out as it comes.
+	follow bool
+	socket string
 }
 
-// writeRecording pages through the session's event log and writes the
-// events in range as asciicast.
+// writeRecording writes the session's events in range as asciicast: the
+// log read in pages, or with follow, the log and then the live session.
 func writeRecording(ctx context.Context, c *wire.Client, st *wire.SessionStatus, w io.Writer, o recordOptions) (*recordResult, error) {
-	res := &recordResult{Name: st.Name}
-	var cw *asciicast.Writer
-	var first, last time.Time
-	var prevSeq uint64
-	started := false
-	p := wire.LogsParams{Name: st.Name, Limit: recordPage}
+	rec := &recorder{st: st, w: w, o: o, res: &recordResult{Name: st.Name}}
+	var err error
+	if o.follow {
+		err = followLog(ctx, o.socket, st.Name, rec.add)
+	} else {
+		err = pageLog(ctx, c, st.Name, rec.add)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec.finish()
+}
+
+// pageLog hands every event of the log to add, recordPage at a time.
+func pageLog(ctx context.Context, c *wire.Client, name string, add func(wire.LogEvent, []wire.LogEvent) error) error {
+	p := wire.LogsParams{Name: name, Limit: recordPage}
 	for {
 		page, err := c.Logs(ctx, p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i, ev := range page.Events {
-			if (!o.from.IsZero() && ev.TS.Before(o.from)) || (!o.to.IsZero() && ev.TS.After(o.to)) {
-				prevSeq = ev.Seq
-				continue
-			}
-			if cw == nil {
-				first = ev.TS
-				cols, rows := startSize(st, page.Events[i:])
-				cw, err = asciicast.NewWriter(w, asciicast.Header{Width: cols, Height: rows, Timestamp: first.Unix(),
-					Command: shellJoin(st.Argv), Title: st.Name, Env: map[string]string{"TERM": "xterm-256color"}}, first, o.idle)
-				if err != nil {
-					return nil, err
-				}
-			}
-			if started && ev.Seq > prevSeq+1 {
-				res.Gaps++
-				cw.Mark(ev.TS, fmt.Sprintf("gap: %d events rotated out of the log", ev.Seq-prevSeq-1))
-			}
-			started, prevSeq, last = true, ev.Seq, ev.TS
-			if writeEvent(cw, ev, o.input) {
-				res.Events++
+			if err := add(ev, page.Events[i:]); err != nil {
+				return err
 			}
 		}
 		if len(page.Events) == 0 || page.NextSeq <= p.FromSeq {
-			break
+			return nil
 		}
 		p.FromSeq = page.NextSeq
 	}
-	if cw == nil { // nothing in range: a valid recording with no events
-		var err error
-		cw, err = asciicast.NewWriter(w, asciicast.Header{Width: max(st.Cols, 1), Height: max(st.Rows, 1),
-			Command: shellJoin(st.Argv), Title: st.Name}, time.Now(), o.idle)
+}
+
+// followLog hands add the log and then the live events as they come,
+// until the session ends or ctx does (an interrupt ends a live recording
+// cleanly).
+func followLog(ctx context.Context, socket, name string, add func(wire.LogEvent, []wire.LogEvent) error) error {
+	events := make(chan wire.LogEvent, 1024)
+	c, err := wire.Dial(ctx, socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
+		var ev wire.LogEvent
+		if n.Method == wire.NotifyLogEvent && json.Unmarshal(n.Params, &ev) == nil {
+			events <- ev // blocks the reader while the writer is behind: backpressure
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Logs(ctx, wire.LogsParams{Name: name, Follow: true})
+		done <- err
+	}()
+	for {
+		select {
+		case ev := <-events:
+			if err := add(ev, []wire.LogEvent{ev}); err != nil {
+				return err
+			}
+		case err := <-done:
+		drain: // what arrived before the end
+			for {
+				select {
+				case ev := <-events:
+					if err := add(ev, []wire.LogEvent{ev}); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		}
+	}
+}
+
+// recorder turns log events into a recording.
+type recorder struct {
+	st      *wire.SessionStatus
+	w       io.Writer
+	o       recordOptions
+	res     *recordResult
+	cw      *asciicast.Writer
+	first   time.Time
+	last    time.Time
+	prevSeq uint64
+	started bool
+}
+
+// add records one event; rest is it and the events after it that are
+// known, to find the size the recording starts at.
+func (r *recorder) add(ev wire.LogEvent, rest []wire.LogEvent) error {
+	if (!r.o.from.IsZero() && ev.TS.Before(r.o.from)) || (!r.o.to.IsZero() && ev.TS.After(r.o.to)) {
+		r.prevSeq = ev.Seq
+		return nil
+	}
+	if r.cw == nil {
+		r.first = ev.TS
+		cols, rows := startSize(r.st, rest)
+		cw, err := asciicast.NewWriter(r.w, r.header(cols, rows, r.first), r.first, r.o.idle)
+		if err != nil {
+			return err
+		}
+		r.cw = cw
+	}
+	if r.started && ev.Seq > r.prevSeq+1 {
+		r.res.Gaps++
+		r.cw.Mark(ev.TS, fmt.Sprintf("gap: %d events rotated out of the log", ev.Seq-r.prevSeq-1))
+	}
+	r.started, r.prevSeq, r.last = true, ev.Seq, ev.TS
+	if writeEvent(r.cw, ev, r.o.input) {
+		r.res.Events++
+	}
+	if r.o.follow {
+		return r.cw.Sync()
+	}
+	return nil
+}
+
+func (r *recorder) header(cols, rows int, start time.Time) asciicast.Header {
+	return asciicast.Header{Width: cols, Height: rows, Timestamp: start.Unix(),
+		Command: shellJoin(r.st.Argv), Title: r.st.Name, Env: map[string]string{"TERM": "xterm-256color"}}
+}
+
+// finish writes what is left; nothing in range is a valid recording with
+// a header and no events.
+func (r *recorder) finish() (*recordResult, error) {
+	if r.cw == nil {
+		now := time.Now()
+		cw, err := asciicast.NewWriter(r.w, r.header(max(r.st.Cols, 1), max(r.st.Rows, 1), now), now, r.o.idle)
 		if err != nil {
 			return nil, err
 		}
+		r.cw = cw
 	}
-	if err := cw.Flush(); err != nil {
+	if err := r.cw.Flush(); err != nil {
 		return nil, fmt.Errorf("writing the recording: %w", err)
 	}
-	res.Duration = last.Sub(first).Seconds()
-	return res, nil
+	r.res.Duration = r.last.Sub(r.first).Seconds()
+	return r.res, nil
 }
 
 // startSize is the terminal's size when the recording starts: a resize

@@ -121,6 +121,15 @@ func (cw *Writer) Flush() error {
 	return cw.err
 }
 
+// Sync writes the buffered lines out, keeping an incomplete UTF-8
+// sequence for the next event: for a recording followed live.
+func (cw *Writer) Sync() error {
+	if cw.err == nil {
+		cw.err = cw.w.Flush()
+	}
+	return cw.err
+}
+
 // advance turns a real time into the recording's time: never earlier than
 // the previous event, pauses capped at the idle limit.
 func (cw *Writer) advance(t time.Time) time.Duration {
