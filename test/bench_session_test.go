@@ -79,7 +79,7 @@ func BenchmarkRestartReattach50(b *testing.B) {
 				return false
 			}
 			defer c.Close()
-			l, err := c.List(context.Background(), wire.ListParams{Status: []string{"running"}})
+			l, err := c.List(context.Background(), wire.ListParams{Status: []wire.Status{wire.StatusRunning}})
 			if err != nil || len(l.Sessions) != 50 {
 				return false
 			}

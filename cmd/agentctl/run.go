@@ -183,12 +183,12 @@ func exitCode(err error) int {
 	case errors.As(err, &ue):
 		return wire.ExitUnreachable
 	case errors.As(err, &we):
-		return we.Code.Info().Exit
+		return wire.InfoOf(we.Code).Exit
 	case errors.Is(err, wire.ErrClosed):
 		// The daemon went away in the middle of the call.
 		return wire.ExitUnreachable
 	}
-	return wire.CodeInternal.Info().Exit
+	return wire.InfoOf(wire.CodeInternal).Exit
 }
 
 // interrupted is the cause of a context ended by a signal.

@@ -139,7 +139,9 @@ func listVerb() verb {
 			}
 			var p wire.ListParams
 			if status != "" {
-				p.Status = strings.Split(status, ",")
+				for _, s := range strings.Split(status, ",") {
+					p.Status = append(p.Status, wire.Status(s))
+				}
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
@@ -492,16 +494,16 @@ func resizeVerb() verb {
 var errPrinted = errors.New("printed")
 
 // exitText says how a program ended, for people.
-func exitText(term string, code *int, sig string) string {
+func exitText(term wire.Termination, code *int, sig string) string {
 	switch {
 	case term == "":
 		return "-"
 	case sig != "":
-		return term + " (" + sig + ")"
+		return string(term) + " (" + sig + ")"
 	case code != nil:
 		return fmt.Sprintf("%s (%d)", term, *code)
 	}
-	return term
+	return string(term)
 }
 
 func ago(d time.Duration) string {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -48,7 +49,7 @@ func agentctlBinary(t *testing.T) string {
 // fakeDaemon serves the socket protocol with handler on a socket in a
 // short temporary directory; it stands in for agentd where the test is
 // about the client.
-func fakeDaemon(t *testing.T, handler func(ctx context.Context, sc *wire.ServerConn, req *wire.Request) (any, error)) string {
+func fakeDaemon(t *testing.T, handler func(ctx context.Context, sc *rpc.ServerConn, req *wire.Request) (any, error)) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "fd")
 	if err != nil {
@@ -71,7 +72,7 @@ func fakeDaemon(t *testing.T, handler func(ctx context.Context, sc *wire.ServerC
 			if err != nil {
 				return
 			}
-			sc := wire.NewServerConn(conn, wire.ServeOptions{})
+			sc := rpc.NewServerConn(conn, rpc.ServeOptions{})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -86,7 +87,7 @@ func TestSigintDuringAskCancelsItAndExits130(t *testing.T) {
 	t.Parallel()
 	asked := make(chan struct{})
 	cancelled := make(chan struct{})
-	sock := fakeDaemon(t, func(ctx context.Context, _ *wire.ServerConn, req *wire.Request) (any, error) {
+	sock := fakeDaemon(t, func(ctx context.Context, _ *rpc.ServerConn, req *wire.Request) (any, error) {
 		if req.Method != wire.MethodAsk {
 			return nil, wire.Errorf(wire.CodeUnknownMethod, "no")
 		}
@@ -124,7 +125,7 @@ func TestSigintDuringAskCancelsItAndExits130(t *testing.T) {
 
 func TestDaemonGoneMidCallExits69(t *testing.T) {
 	t.Parallel()
-	sock := fakeDaemon(t, func(ctx context.Context, sc *wire.ServerConn, req *wire.Request) (any, error) {
+	sock := fakeDaemon(t, func(ctx context.Context, sc *rpc.ServerConn, req *wire.Request) (any, error) {
 		sc.Conn().Close() // agentd dies while the call is in flight
 		<-ctx.Done()
 		return nil, ctx.Err()

@@ -213,7 +213,13 @@ func (t *tools) list() []tool {
 				"enum": []string{"starting", "running", "exiting", "exited", "failed", "destroying", "destroyed"}},
 				"description": "only sessions in these statuses; all when omitted"}, false}},
 		}, func(ctx context.Context, in listIn) *mcp.CallToolResult {
-			return call(ctx, t, func(c *wire.Client) (*wire.ListResult, error) { return c.List(ctx, wire.ListParams{Status: in.Status}) },
+			return call(ctx, t, func(c *wire.Client) (*wire.ListResult, error) {
+				p := wire.ListParams{}
+				for _, st := range in.Status {
+					p.Status = append(p.Status, wire.Status(st))
+				}
+				return c.List(ctx, p)
+			},
 				func(r *wire.ListResult) string {
 					if len(r.Sessions) == 0 {
 						return "no sessions"

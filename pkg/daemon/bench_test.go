@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/pkg/wire"
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // The baseline for the daemon's round trip: a bare length-prefixed echo
@@ -31,13 +31,13 @@ func startEcho(b *testing.B) string {
 			}
 			go func() {
 				defer c.Close()
-				fr := wire.NewFrameReader(c)
+				fr := rpc.NewFrameReader(c)
 				for {
 					body, err := fr.ReadFrame()
 					if err != nil {
 						return
 					}
-					if wire.WriteFrame(c, body) != nil {
+					if rpc.WriteFrame(c, body) != nil {
 						return
 					}
 				}
@@ -47,7 +47,7 @@ func startEcho(b *testing.B) string {
 	return sock
 }
 
-var helloFrame, _ = wire.AppendFrame(nil, []byte(`{"id":1,"method":"agent.hello","params":{"version":1}}`))
+var helloFrame, _ = rpc.AppendFrame(nil, []byte(`{"id":1,"method":"agent.hello","params":{"version":1}}`))
 
 // roundTrips sends the hello frame n times on one connection, waiting for
 // each answer, and returns each round trip's duration.
@@ -57,7 +57,7 @@ func roundTrips(b *testing.B, sock string, n int) []time.Duration {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	fr := wire.NewFrameReader(c)
+	fr := rpc.NewFrameReader(c)
 	lat := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -26,7 +27,7 @@ func rawFrame(b *testing.B, id uint64, method string, params any) []byte {
 		b.Fatal(err)
 	}
 	body, _ := json.Marshal(wire.Request{ID: id, Method: method, Params: p})
-	f, err := wire.AppendFrame(nil, body)
+	f, err := rpc.AppendFrame(nil, body)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func BenchmarkChannelPushLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer listener.Close()
-	lr := wire.NewFrameReader(listener)
+	lr := rpc.NewFrameReader(listener)
 	listener.Write(rawFrame(b, 1, wire.MethodRegisterChannel, wire.RegisterChannelParams{ChannelID: "bench"}))
 	if _, err := lr.ReadFrame(); err != nil {
 		b.Fatal(err)
@@ -54,7 +55,7 @@ func BenchmarkChannelPushLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pusher.Close()
-	pr := wire.NewFrameReader(pusher)
+	pr := rpc.NewFrameReader(pusher)
 	push := rawFrame(b, 1, wire.MethodPushToChannel, wire.PushParams{ChannelID: "bench", Message: json.RawMessage(`{"kind":"note","text":"hello"}`)})
 	once := func() time.Duration {
 		start := time.Now()

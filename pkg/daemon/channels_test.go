@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -109,8 +110,8 @@ func TestChannelRegisterPushList(t *testing.T) {
 	td := startDaemon(t, Config{})
 	l := newListener(t, td, false, nil)
 	gen := l.register(wire.RegisterChannelParams{})
-	if !strings.HasPrefix(gen.ChannelID, "ch-") || wire.ValidChannelID(gen.ChannelID) != nil || gen.QueueCap != DefaultChannelQueue {
-		t.Errorf("generated registration = %+v, want a valid ch- id and queue cap %d", gen, DefaultChannelQueue)
+	if !strings.HasPrefix(gen.ChannelID, "ch-") || wire.ValidChannelID(gen.ChannelID) != nil || gen.QueueCap != channel.DefaultQueue {
+		t.Errorf("generated registration = %+v, want a valid ch- id and queue cap %d", gen, channel.DefaultQueue)
 	}
 	named := l.register(wire.RegisterChannelParams{ChannelID: "svc:alerts-1", Session: "w1", CCSessionID: "0b7e-cc", Description: "alerts"})
 	if named.ChannelID != "svc:alerts-1" || named.Session != "w1" || named.CCSessionID != "0b7e-cc" {
@@ -256,13 +257,13 @@ func TestChannelLimits(t *testing.T) {
 			t.Fatalf("register %d: %v", i, err)
 		}
 	}
-	if ok != MaxChannelsPerConn || busy != 10000-MaxChannelsPerConn {
-		t.Errorf("10000 registrations on one connection: %d ok, %d busy; want %d ok", ok, busy, MaxChannelsPerConn)
+	if ok != channel.MaxPerListener || busy != 10000-channel.MaxPerListener {
+		t.Errorf("10000 registrations on one connection: %d ok, %d busy; want %d ok", ok, busy, channel.MaxPerListener)
 	}
 	// The daemon-wide limit: fill it from more connections.
-	for n := MaxChannelsPerConn; n < MaxChannels; n += MaxChannelsPerConn {
+	for n := channel.MaxPerListener; n < channel.MaxChannels; n += channel.MaxPerListener {
 		c := td.client(t)
-		for i := 0; i < MaxChannelsPerConn; i++ {
+		for i := 0; i < channel.MaxPerListener; i++ {
 			if _, err := c.RegisterChannel(ctx, wire.RegisterChannelParams{}); err != nil {
 				t.Fatalf("registration %d: %v", n+i, err)
 			}
@@ -394,7 +395,7 @@ func TestChannelSlowListener(t *testing.T) {
 	}
 	td := startDaemon(t, Config{})
 	const bound = 16
-	td.chanReg().setQueueCap(bound)
+	td.channels.SetQueueCap(bound)
 	gate := make(chan struct{})
 	l := newListener(t, td, false, gate)
 	l.register(wire.RegisterChannelParams{ChannelID: "slow"})
@@ -662,7 +663,7 @@ func channelIdleBytes(t testing.TB, td *testDaemon, n int) float64 {
 func TestChannelFullQueueIsBusy(t *testing.T) {
 	t.Parallel()
 	td := startDaemon(t, Config{})
-	td.chanReg().setQueueCap(4)
+	td.channels.SetQueueCap(4)
 	gate := make(chan struct{})
 	l := newListener(t, td, false, gate)
 	l.register(wire.RegisterChannelParams{ChannelID: "full"})

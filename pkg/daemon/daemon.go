@@ -15,7 +15,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentd/agentd/internal/buildinfo"
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -111,7 +113,7 @@ func (c *Config) setDefaults() {
 		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.ReadTimeout <= 0 {
-		c.ReadTimeout = wire.DefaultReadTimeout
+		c.ReadTimeout = rpc.DefaultReadTimeout
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
@@ -128,11 +130,11 @@ type Daemon struct {
 	router  *router
 	started time.Time
 
-	// sessions and screen are set in Run, before the first connection is
-	// accepted.
+	// sessions and screen are built in Run, before the first connection
+	// is accepted, unless they were given (withComponents).
 	sessions sessionService
 	screen   screenService
-	channels *channelRegistry
+	channels *channel.Registry
 	build    func() string
 
 	conns     sync.WaitGroup
@@ -161,9 +163,9 @@ func New(cfg Config) *Daemon {
 		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
 		router:   newRouter(),
 		started:  time.Now(),
-		channels: newChannelRegistry(),
+		channels: channel.NewRegistry(),
 	}
-	d.channels.setQueueCap(cfg.ChannelQueue)
+	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)
 	// The fingerprint reads the whole binary; do it once, off the start-up
@@ -183,6 +185,14 @@ func New(cfg Config) *Daemon {
 	return d
 }
 
+// withComponents gives the daemon its sessions and screen instead of the
+// ones Run would build, before Run: tests use fakes to check the routing
+// and error tables without workers or an X server. A nil one is built.
+func (d *Daemon) withComponents(sessions sessionService, screen screenService) *Daemon {
+	d.sessions, d.screen = sessions, screen
+	return d
+}
+
 // Run serves until ctx is cancelled, then stops in order: stop accepting,
 // answer new requests shutting_down, let in-flight requests finish within
 // the grace period, close connections, release the socket and the lock. A
@@ -197,42 +207,47 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	sessionLog := d.cfg.Logger
-	mgr, err := session.NewManager(session.ManagerOptions{
-		StateDir:      d.cfg.StateDir,
-		RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
-		DaemonSocket:  d.cfg.SocketPath,
-		WorkerCommand: d.cfg.WorkerCommand,
-		LogCap:        d.cfg.EventLogCap,
-		Logger:        &sessionLog,
-	})
-	if err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	defer mgr.Close() // sessions keep running: their workers own them
-	d.sessions = mgr
-
-	scr, err := capture.New(capture.Options{
-		Display:       d.cfg.Display,
-		AllowAct:      d.cfg.AllowAct,
-		AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
-		AuditMaxBytes: d.cfg.AuditMaxBytes,
-		Logger:        d.cfg.Logger, // capture names its own component
-	})
-	if err != nil {
-		return fmt.Errorf("screen: %w", err)
-	}
-	defer scr.Close()
-	d.screen = scr
-	screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
-	screenDone := make(chan struct{})
-	go func() {
-		defer close(screenDone)
-		if err := scr.Run(screenCtx); err != nil {
-			d.log.Error().Err(err).Msg("screen stopped")
+	// The components are built here unless the daemon was given them
+	// (tests give fakes: see withComponents).
+	if d.sessions == nil {
+		sessionLog := d.cfg.Logger
+		mgr, err := session.NewManager(session.ManagerOptions{
+			StateDir:      d.cfg.StateDir,
+			RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
+			DaemonSocket:  d.cfg.SocketPath,
+			WorkerCommand: d.cfg.WorkerCommand,
+			LogCap:        d.cfg.EventLogCap,
+			Logger:        &sessionLog,
+		})
+		if err != nil {
+			return fmt.Errorf("sessions: %w", err)
 		}
-	}()
-	defer func() { stopScreen(); <-screenDone }()
+		defer mgr.Close() // sessions keep running: their workers own them
+		d.sessions = mgr
+	}
+	if d.screen == nil {
+		scr, err := capture.New(capture.Options{
+			Display:       d.cfg.Display,
+			AllowAct:      d.cfg.AllowAct,
+			AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
+			AuditMaxBytes: d.cfg.AuditMaxBytes,
+			Logger:        d.cfg.Logger, // capture names its own component
+		})
+		if err != nil {
+			return fmt.Errorf("screen: %w", err)
+		}
+		defer scr.Close()
+		d.screen = scr
+		screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
+		screenDone := make(chan struct{})
+		go func() {
+			defer close(screenDone)
+			if err := scr.Run(screenCtx); err != nil {
+				d.log.Error().Err(err).Msg("screen stopped")
+			}
+		}()
+		defer func() { stopScreen(); <-screenDone }()
+	}
 
 	n := newNotifier()
 	connCtx, cancelConns := context.WithCancel(context.WithoutCancel(ctx))
@@ -417,8 +432,8 @@ const refuseLinger = 200 * time.Millisecond
 // with unread data resets it, and the client would lose the answer.
 func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
 	c.SetDeadline(time.Now().Add(refuseLinger))
-	if body, err := wire.AppendResponse(nil, 0, nil, e); err == nil {
-		wire.WriteFrame(c, body)
+	if body, err := rpc.AppendResponse(nil, 0, nil, e); err == nil {
+		rpc.WriteFrame(c, body)
 	}
 	c.CloseWrite()
 	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
@@ -442,9 +457,9 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	}
 	conn := &Conn{ID: id, Peer: peer, log: log}
 	conn.OnClose(func() { d.screen.ForgetCaller(connCallerKey(id)) })
-	conn.sc = wire.NewServerConn(uc, wire.ServeOptions{
+	conn.sc = rpc.NewServerConn(uc, rpc.ServeOptions{
 		ReadTimeout: d.live.Load().ReadTimeout,
-		ToWireError: toWireError,
+		ToError:     toWireError,
 		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
@@ -538,7 +553,7 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 type Conn struct {
 	ID   uint64
 	Peer Peer
-	sc   *wire.ServerConn
+	sc   *rpc.ServerConn
 	log  zerolog.Logger
 
 	mu       sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -50,6 +51,14 @@ func startDaemon(t *testing.T, cfg Config, extra ...Route) *testDaemon {
 	}
 	d := New(cfg)
 	d.router.register(extra...)
+	return serveDaemon(t, d, cfg.SocketPath)
+}
+
+// serveDaemon runs d, waits until it serves on socket, and insists on a
+// clean stop at the end of the test.
+func serveDaemon(t *testing.T, d *Daemon, socket string) *testDaemon {
+	t.Helper()
+	cfg := Config{SocketPath: socket}
 	ctx, cancel := context.WithCancel(context.Background())
 	td := &testDaemon{Daemon: d, socket: cfg.SocketPath, cancel: cancel, done: make(chan error, 1)}
 	go func() { td.done <- d.Run(ctx) }()
@@ -167,7 +176,7 @@ func TestRegisterDuplicatePanics(t *testing.T) {
 type rawConn struct {
 	t *testing.T
 	net.Conn
-	fr *wire.FrameReader
+	fr *rpc.FrameReader
 }
 
 func dialRaw(t *testing.T, socket string) *rawConn {
@@ -177,7 +186,7 @@ func dialRaw(t *testing.T, socket string) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, Conn: c, fr: wire.NewFrameReader(c)}
+	return &rawConn{t: t, Conn: c, fr: rpc.NewFrameReader(c)}
 }
 
 func frame(body []byte) []byte {
@@ -195,7 +204,7 @@ func (r *rawConn) response() *wire.Response {
 	if err != nil {
 		r.t.Fatalf("read response: %v", err)
 	}
-	in, err := wire.DecodeIncoming(body)
+	in, err := rpc.DecodeIncoming(body)
 	if err != nil || in.Response == nil {
 		r.t.Fatalf("decode response %q: %v", body, err)
 	}

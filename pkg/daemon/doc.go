@@ -1,10 +1,15 @@
 // Package daemon is agentd's server: the socket and its checks, the
 // one-daemon lock, peer credentials, the connection loop, the route table,
-// graceful shutdown and systemd glue. It is the one place that turns
-// component errors into wire error codes (toWireError).
+// graceful shutdown and systemd glue. It serves three domains the same
+// way, each a package of its own: sessions (pkg/session), the screen
+// (pkg/capture) and channels (pkg/channel). It is the one place that turns
+// component errors into wire error codes (toWireError): the components
+// raise their own sentinels (session.Kinds, channel.Kinds, capture.Err*),
+// and a table test round-trips every one of them to its code.
 //
-// It imports pkg/wire for the protocol and the components (pkg/session,
-// pkg/capture) for the work; nothing imports it but cmd/agentd and tests.
+// It imports pkg/wire for the contract, internal/rpc for the connection
+// engine, and the components (pkg/session, pkg/capture, pkg/channel) for
+// the work; nothing imports it but cmd/agentd and tests.
 //
 // Decisions where the design is silent:
 //   - The lock file is the socket path plus ".lock", so two daemons on

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -23,6 +24,8 @@ var errCallCanceled = wire.Errorf(wire.CodeShuttingDown, "the call was cancelled
 func toWireError(err error) *wire.Error {
 	var we *wire.Error
 	var te *session.TimeoutError
+	var pte *channel.PushTimeoutError
+	var ate *channel.AskTimeoutError
 	switch {
 	case errors.As(err, &we):
 		return we
@@ -30,6 +33,12 @@ func toWireError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeTimeout, "%s", te.Error()).WithDetails(wire.TimeoutDetails{
 			Name: te.Name, Op: te.Op, TimeoutMS: te.Timeout.Milliseconds(), Partial: te.Partial,
 			Screen: te.Screen, FromSeq: te.FromSeq, ToSeq: te.ToSeq, Hint: te.Hint})
+	case errors.As(err, &pte):
+		return wire.Errorf(wire.CodeTimeout, "%s", pte.Error()).WithDetails(wire.PushTimeoutDetails{
+			ChannelID: pte.ChannelID, Seq: pte.Seq, Written: pte.Written, TimeoutMS: pte.Timeout.Milliseconds()})
+	case errors.As(err, &ate):
+		return wire.Errorf(wire.CodeTimeout, "%s", ate.Error()).WithDetails(wire.TimeoutDetails{
+			Name: ate.Session, Op: "ask", TimeoutMS: ate.Timeout.Milliseconds(), Screen: []string{}})
 	case errors.Is(err, session.ErrNotFound):
 		return wire.Errorf(wire.CodeAgentNotFound, "%v", err)
 	case errors.Is(err, session.ErrExists):
@@ -46,6 +55,16 @@ func toWireError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeTimeout, "%v", err)
 	case errors.Is(err, session.ErrBusy):
 		return wire.Errorf(wire.CodeBusy, "%v", err)
+	case errors.Is(err, channel.ErrUnknown):
+		return wire.Errorf(wire.CodeChannelUnknown, "%v", err)
+	case errors.Is(err, channel.ErrBusy):
+		return wire.Errorf(wire.CodeBusy, "%v", err)
+	case errors.Is(err, channel.ErrInvalid):
+		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	case errors.Is(err, channel.ErrDenied):
+		return wire.Errorf(wire.CodePermissionDenied, "%v", err)
+	case errors.Is(err, channel.ErrTimeout):
+		return wire.Errorf(wire.CodeTimeout, "%v", err)
 	case errors.Is(err, capture.ErrInvalid), errors.Is(err, capture.ErrTooLarge):
 		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	case errors.Is(err, capture.ErrRefused):

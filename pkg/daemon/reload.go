@@ -83,7 +83,7 @@ func (d *Daemon) reload() {
 		}
 	}
 	if next.ChannelQueue != cur.ChannelQueue {
-		d.channels.setQueueCap(next.ChannelQueue)
+		d.channels.SetQueueCap(next.ChannelQueue)
 	}
 	if next.AllowAct != cur.AllowAct {
 		d.screen.SetAllowAct(next.AllowAct)

@@ -94,7 +94,7 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	res, err := d.screen.Act(ctx, req)
 	var out *wire.ActResult
 	if res != nil {
-		out = &wire.ActResult{ActionsRun: res.ActionsRun, Outcome: res.Outcome, Observation: shotResult(res.Observation),
+		out = &wire.ActResult{ActionsRun: res.ActionsRun, Outcome: wire.ActOutcome(res.Outcome), Observation: shotResult(res.Observation),
 			BudgetMS: res.Budget.Milliseconds(), DurationMS: millis(res.Duration)}
 	}
 	if err != nil {

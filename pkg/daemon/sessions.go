@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -111,8 +112,8 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	res := &wire.ListResult{Sessions: make([]wire.SessionRow, 0, len(rows))}
 	for _, r := range rows {
 		res.Sessions = append(res.Sessions, wire.SessionRow{
-			Name: r.Name, Status: string(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
-			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: string(r.Termination),
+			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
+			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
 			ExitCode: r.ExitCode, Signal: r.Signal,
 		})
 	}
@@ -160,7 +161,7 @@ func (d *Daemon) reconcile(ctx context.Context, call *Call) (any, error) {
 func reconcileResult(rep *session.ReconcileReport) *wire.ReconcileResult {
 	res := &wire.ReconcileResult{Sessions: make([]wire.ReconcileRow, 0, len(rep.Sessions)), TookMS: rep.Took.Milliseconds()}
 	for _, s := range rep.Sessions {
-		res.Sessions = append(res.Sessions, wire.ReconcileRow{Name: s.Name, Before: string(s.Before), After: string(s.After), Action: s.Action, Detail: s.Detail})
+		res.Sessions = append(res.Sessions, wire.ReconcileRow{Name: s.Name, Before: string(s.Before), After: string(s.After), Action: wire.ReconcileAction(s.Action), Detail: s.Detail})
 	}
 	return res
 }
@@ -203,7 +204,7 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: r.Reason,
+	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: wire.AskReason(r.Reason),
 		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
 }
 
@@ -244,7 +245,7 @@ func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.WaitResult{Name: r.Name, Reason: r.Reason, Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}, nil
+	return &wire.WaitResult{Name: r.Name, Reason: wire.WaitReason(r.Reason), Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}, nil
 }
 
 func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {
@@ -294,7 +295,7 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 func logEvent(ev session.Event) wire.LogEvent {
 	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
 		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
-		Termination: string(ev.Termination)}
+		Termination: wire.Termination(ev.Termination)}
 }
 
 func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {
@@ -310,7 +311,7 @@ func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {
 		return nil, &session.Error{Kind: session.ErrInvalidStatus,
 			Msg: fmt.Sprintf("session %q is %s and cannot be attached; only a running session can", p.Name, info.Status)}
 	}
-	return &wire.Upgrade{
+	return &rpc.Upgrade{
 		Result: &wire.AttachResult{Name: p.Name, Cols: info.Cols, Rows: info.Rows},
 		Stream: func(ctx context.Context, rw io.ReadWriter) error {
 			if p.ReadOnly {
@@ -337,7 +338,7 @@ func (r readOnlyStream) Read(p []byte) (int, error) {
 func sessionStatus(i *session.Info) *wire.SessionStatus {
 	m := i.Manifest
 	s := &wire.SessionStatus{
-		Name: i.Name, Status: string(i.Status), Allows: allowsList(i.Allows), Termination: string(i.Termination),
+		Name: i.Name, Status: wire.Status(i.Status), Allows: allowsList(i.Allows), Termination: wire.Termination(i.Termination),
 		ExitCode: i.ExitCode, Signal: i.Signal, Reason: i.Reason, WorkerPID: i.WorkerPID, ProgramPID: i.ProgramPID,
 		Cols: i.Cols, Rows: i.Rows, Bytes: i.Bytes, Events: i.Events, Asks: i.Asks,
 		Argv: m.Argv, Cwd: m.Cwd, EnvKeys: m.EnvKeys, CreatedAt: m.CreatedAt, StartedAt: m.StartedAt, LastActivity: i.LastActivity,
@@ -362,6 +363,6 @@ func allowsList(a session.Allows) []string {
 }
 
 func exitResult(x *session.ExitInfo) *wire.ExitResult {
-	return &wire.ExitResult{Name: x.Name, Status: string(x.Status), Termination: string(x.Termination), ExitCode: x.ExitCode,
+	return &wire.ExitResult{Name: x.Name, Status: wire.Status(x.Status), Termination: wire.Termination(x.Termination), ExitCode: x.ExitCode,
 		Signal: x.Signal, EndedAt: x.EndedAt, AlreadyEnded: x.AlreadyEnded}
 }

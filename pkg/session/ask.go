@@ -191,29 +191,11 @@ func echoEndX(q string, x, cols int) (int, bool) {
 // file and Manager.Ask.
 func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	start := time.Now()
-	if err := validateText("ask", p.Text); err != nil {
-		return nil, err
-	}
-	text := question(p.Text)
-	if strings.TrimSpace(text) == "" {
-		return nil, emptyQuestion(w.spec.Name, p.Text)
-	}
-	re, err := compileUntil(p.Until)
+	text, re, err := w.checkAsk(p)
 	if err != nil {
 		return nil, err
 	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
-	}
-	fallback := p.FallbackIdle
-	if fallback <= 0 {
-		fallback = DefaultAskIdle
-	}
-	lockTimeout := p.LockTimeout
-	if lockTimeout == 0 {
-		lockTimeout = DefaultLockTimeout
-	}
+	timeout, fallback, lockTimeout := askLimits(p)
 	parent, cancelParent := context.WithCancelCause(ctx)
 	defer cancelParent(nil)
 	if p.ID != "" {
@@ -249,7 +231,43 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	if err == nil {
 		return res, nil
 	}
-	// The ask was typed: record how it ended.
+	return nil, a.endTyped(parent, ctx, err, partial, timeout)
+}
+
+// checkAsk validates an ask's text and pattern: the text to type, and the
+// compiled until.
+func (w *worker) checkAsk(p askParams) (string, *regexp.Regexp, error) {
+	if err := validateText("ask", p.Text); err != nil {
+		return "", nil, err
+	}
+	text := question(p.Text)
+	if strings.TrimSpace(text) == "" {
+		return "", nil, emptyQuestion(w.spec.Name, p.Text)
+	}
+	re, err := compileUntil(p.Until)
+	return text, re, err
+}
+
+// askLimits applies the defaults to an ask's timeout, fallback idle and
+// lock timeout.
+func askLimits(p askParams) (timeout, fallback, lockTimeout time.Duration) {
+	timeout, fallback, lockTimeout = p.Timeout, p.FallbackIdle, p.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	if fallback <= 0 {
+		fallback = DefaultAskIdle
+	}
+	if lockTimeout == 0 {
+		lockTimeout = DefaultLockTimeout
+	}
+	return timeout, fallback, lockTimeout
+}
+
+// endTyped records how an ask that failed after typing ended (cancelled,
+// timed out, interrupted, failed) and returns its error: a timeout carries
+// the partial answer.
+func (a *asking) endTyped(parent, ctx context.Context, err error, partial string, timeout time.Duration) error {
 	reason := ReasonInterrupted
 	switch {
 	case errors.Is(context.Cause(parent), errAskCanceled):
@@ -263,11 +281,11 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 		a.record(reason, partial)
 	}
 	if err == nil {
-		te := w.timeoutError("ask", timeout, partial, a.fromSeq)
-		te.Hint = untilHint(re, partial)
-		return nil, te
+		te := a.w.timeoutError("ask", timeout, partial, a.fromSeq)
+		te.Hint = untilHint(a.re, partial)
+		return te
 	}
-	return nil, err
+	return err
 }
 
 // emptyQuestion is the error for a question with nothing to type.
@@ -327,82 +345,91 @@ func (w *worker) cancelAsk(id string) {
 // awaitReady waits until the program is ready for a question (see the top
 // of this file), learning its prompt, or fails after lockTimeout.
 func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Duration) error {
-	begin := time.Now()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		w.mu.Lock()
-		if err := w.requireRunningLocked("ask"); err != nil {
-			w.mu.Unlock()
-			return err
-		}
-		scr := w.screenLocked()
-		quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
-		before, restBlank := scr.beforeCursor()
-		like := restBlank && promptLike(before)
-		var ready bool
-		var wait time.Duration // until the answer may change with no output
-		switch {
-		case scr.alt:
-			ready, wait = quiet >= settleQuiet, settleQuiet-quiet
-		case restBlank && w.prompt.matches(before):
-			ready, wait = quiet >= promptSettle, promptSettle-quiet
-		case like && (w.prompt == nil || !w.typed):
-			ready, wait = quiet >= settleQuiet, settleQuiet-quiet
-		case like:
-			// A prompt other than the one learned: the program changed
-			// (a shell started another program). Give it longer.
-			ready, wait = quiet >= fallback, fallback-quiet
-		case !w.typed:
-			// Nothing prompt-like yet: a program still starting, or one
-			// that prints no prompt (cat). The kernel tells whether it
-			// is reading its terminal. (Asleep and using no CPU says
-			// nothing: a starting program sleeps on its file reads.)
-			ready = quiet >= settleQuiet && w.foregroundReading() || quiet >= firstAskQuiet
-			wait = min(max(settleQuiet-quiet, 10*time.Millisecond), firstAskQuiet-quiet)
-		case w.prompt == nil:
-			// No prompt known: ready when nothing came since the last
-			// ask ended, or after a short quiet.
-			ready, wait = w.bytes == w.bytesAtAskEnd || quiet >= settleQuiet, settleQuiet-quiet
-		default:
-			wait = -1 // busy: the learned prompt has not come back
-		}
-		// A program that never stops printing (a clock, a spinner) is
-		// never quiet: after settleMax it is as ready as it will be.
-		if !ready && quiet < settleQuiet && time.Since(begin) >= settleMax {
-			ready = true
-		}
-		if ready {
-			if like {
-				w.prompt = learnPrompt(before)
-			} else if !scr.alt && !(restBlank && w.prompt.matches(before)) {
-				w.prompt = nil
-			}
-			w.typed = true
-			w.mu.Unlock()
-			return nil
-		}
-		ch := w.changed
-		w.mu.Unlock()
-		left := lockTimeout - time.Since(begin)
-		if left <= 0 {
-			return errorf(ErrLockTimeout, "session %q is still busy: its prompt %q has not come back in %s (the cursor's row shows %q); wait for it (agentctl wait %s --until ...) or interrupt it (agentctl send %s --keys ctrl+c)",
-				w.spec.Name, w.prompt.text, lockTimeout, strings.TrimRight(before, " "), w.spec.Name, w.spec.Name)
-		}
-		if wait < 0 || wait > left {
-			wait = left
-		}
-		if d := settleMax - time.Since(begin); d > 0 && d < wait {
-			wait = d
-		}
-		timer.Reset(max(wait, time.Millisecond))
-		select {
-		case <-ch:
-		case <-timer.C:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+	r := &readying{w: w, begin: time.Now(), lockTimeout: lockTimeout, fallback: fallback}
+	if err := w.watch(ctx, r.decide); err != nil {
+		return err
 	}
+	return r.err
+}
+
+// readying is an ask waiting for its program to be ready, between looks.
+type readying struct {
+	w                     *worker
+	begin                 time.Time
+	lockTimeout, fallback time.Duration
+	err                   error // why the ask cannot type, once decided
+}
+
+// decide is awaitReady's decision function for the watcher (w.mu held).
+func (r *readying) decide() look {
+	w := r.w
+	if err := w.requireRunningLocked("ask"); err != nil {
+		r.err = err
+		return look{done: true}
+	}
+	scr := w.screenLocked()
+	quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
+	before, restBlank := scr.beforeCursor()
+	like := restBlank && promptLike(before)
+	ready, wait := r.readiness(quiet, before, restBlank, like)
+	// A program that never stops printing (a clock, a spinner) is never
+	// quiet: after settleMax it is as ready as it will be.
+	if !ready && quiet < settleQuiet && time.Since(r.begin) >= settleMax {
+		ready = true
+	}
+	if ready {
+		if like {
+			w.prompt = learnPrompt(before)
+		} else if !scr.alt && !(restBlank && w.prompt.matches(before)) {
+			w.prompt = nil
+		}
+		w.typed = true
+		return look{done: true}
+	}
+	left := r.lockTimeout - time.Since(r.begin)
+	if left <= 0 {
+		r.err = errorf(ErrLockTimeout, "session %q is still busy: its prompt %q has not come back in %s (the cursor's row shows %q); wait for it (agentctl wait %s --until ...) or interrupt it (agentctl send %s --keys ctrl+c)",
+			w.spec.Name, w.prompt.text, r.lockTimeout, strings.TrimRight(before, " "), w.spec.Name, w.spec.Name)
+		return look{done: true}
+	}
+	if wait < 0 || wait > left {
+		wait = left
+	}
+	if d := settleMax - time.Since(r.begin); d > 0 && d < wait {
+		wait = d
+	}
+	return look{wake: max(wait, time.Millisecond)}
+}
+
+// readiness says whether the program is ready for a question by the look
+// of the cursor's row, and otherwise how long until that may change with
+// no output (negative: only output can change it).
+func (r *readying) readiness(quiet time.Duration, before string, restBlank, like bool) (ready bool, wait time.Duration) {
+	w := r.w
+	switch {
+	case w.screenLocked().alt:
+		return quiet >= settleQuiet, settleQuiet - quiet
+	case restBlank && w.prompt.matches(before):
+		return quiet >= promptSettle, promptSettle - quiet
+	case like && (w.prompt == nil || !w.typed):
+		return quiet >= settleQuiet, settleQuiet - quiet
+	case like:
+		// A prompt other than the one learned: the program changed (a
+		// shell started another program). Give it longer.
+		return quiet >= r.fallback, r.fallback - quiet
+	case !w.typed:
+		// Nothing prompt-like yet: a program still starting, or one that
+		// prints no prompt (cat). The kernel tells whether it is reading
+		// its terminal. (Asleep and using no CPU says nothing: a starting
+		// program sleeps on its file reads.)
+		ready = quiet >= settleQuiet && w.foregroundReading() || quiet >= firstAskQuiet
+		return ready, min(max(settleQuiet-quiet, 10*time.Millisecond), firstAskQuiet-quiet)
+	case w.prompt == nil:
+		// No prompt known: ready when nothing came since the last ask
+		// ended, or after a short quiet.
+		return w.bytes == w.bytesAtAskEnd || quiet >= settleQuiet, settleQuiet - quiet
+	}
+	return false, -1 // busy: the learned prompt has not come back
 }
 
 // foregroundReading reports whether the terminal's foreground process is
@@ -441,25 +468,64 @@ type asking struct {
 	altBefore []string // its screen before the question
 	prompt    *promptShape
 	fromSeq   uint64
+
+	// Where the question is typed, noted by begin and deliver.
+	cols, promptX   int
+	paste           bool
+	out0            uint64 // output before the last line was typed
+	echoRows, echoX int    // the rows its echo needs, the column it ends at
+	echoExact       bool   // whether echoX is known
+	enterMark       uint64 // output before Enter
+	enterAt         time.Time
+
+	// Between looks (decide).
+	resent   bool
+	lastEval time.Time
+	res      *AskResult // the answer, once decided
+	failed   error      // a second Enter that could not be written
 }
 
 // run types the question and collects the answer. On an error after the
 // question was typed, partial is the answer so far.
 func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err error) {
 	w := a.w
-	w.mu.Lock()
-	if err := w.requireRunningLocked("ask"); err != nil {
-		w.mu.Unlock()
+	if err := a.begin(); err != nil {
 		return nil, "", err
 	}
-	scr := w.screenLocked()
-	scr.startCapture()
-	a.capturing = true
 	defer func() {
 		w.mu.Lock()
 		w.scr.stopCapture()
 		w.mu.Unlock()
 	}()
+	if err := a.deliver(ctx); err != nil {
+		return nil, "", err
+	}
+	a.enterAt = time.Now()
+	if err := w.watch(ctx, a.decide); err != nil {
+		if a.failed != nil {
+			return nil, "", a.failed
+		}
+		w.mu.Lock()
+		partial, _ = a.answerSoFarLocked()
+		w.mu.Unlock()
+		return nil, partial, err
+	}
+	return a.res, "", nil
+}
+
+// begin notes where the question starts: the prompt's row and column, the
+// screen of a full-screen program, the ask's event; and starts keeping the
+// rows that scroll off.
+func (a *asking) begin() error {
+	w := a.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.requireRunningLocked("ask"); err != nil {
+		return err
+	}
+	scr := w.screenLocked()
+	scr.startCapture()
+	a.capturing = true
 	a.startRow = scr.cursorRow()
 	a.echoEnd = a.startRow
 	a.alt = scr.alt
@@ -467,207 +533,202 @@ func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err e
 		a.altBefore = scr.lines()
 	}
 	a.prompt = w.prompt
-	cols, _ := scr.size()
-	promptX := scr.emu.CursorPosition().X
-	paste := scr.paste.Load()
+	a.cols, _ = scr.size()
+	a.promptX = scr.emu.CursorPosition().X
+	a.paste = scr.paste.Load()
 	ev := Event{Type: EventAsk, Text: a.p.Text}
 	w.appendLocked(&ev)
 	a.fromSeq = ev.Seq
-	out0 := w.bytes
-	w.mu.Unlock()
+	a.out0 = w.bytes
+	return nil
+}
 
+// deliver types the question (line by line unless pasted), waits for the
+// echo of its last line, notes the row the echo ends on, and presses Enter.
+func (a *asking) deliver(ctx context.Context) error {
+	w := a.w
 	last := a.text
-	if paste {
+	if a.paste {
 		last = ansi.BracketedPasteStart + last + ansi.BracketedPasteEnd
 	} else if i := strings.LastIndexByte(a.text, '\n'); i >= 0 {
 		// Typed line by line, as a person would, so that the output of
 		// the first lines is not taken for the echo of the last.
 		for _, l := range strings.Split(a.text[:i], "\n") {
 			if err := a.typeLine(ctx, l); err != nil {
-				return nil, "", err
+				return err
 			}
 		}
 		last = a.text[i+1:]
 		w.mu.Lock()
 		scr := w.screenLocked()
-		a.startRow, promptX = scr.cursorRow(), scr.emu.CursorPosition().X
-		out0 = w.bytes
+		a.startRow, a.promptX = scr.cursorRow(), scr.emu.CursorPosition().X
+		a.out0 = w.bytes
 		w.mu.Unlock()
 	}
 	if err := w.writeInput(ctx, []byte(last), true); err != nil {
-		return nil, "", err
+		return err
 	}
 	// Wait for the echo before Enter: the answer starts below it, and
 	// some programs take an Enter inside a paste burst as part of it.
 	typed := strings.TrimSuffix(strings.TrimPrefix(last, ansi.BracketedPasteStart), ansi.BracketedPasteEnd)
-	minRows := echoRows(typed, promptX, cols)
-	endX, exact := echoEndX(typed, promptX, cols)
-	w.waitUntil(ctx, echoMax, echoQuiet, func() bool {
-		if w.status == StatusExited {
-			return true
-		}
-		if w.bytes == out0 || a.alt && time.Since(w.lastOutput) < echoQuiet {
-			return false
-		}
-		scr := w.screenLocked()
-		row := scr.cursorRow()
-		// The cursor just after the echo's last character: done.
-		if exact && row == a.startRow+minRows-1 && scr.emu.CursorPosition().X == endX {
-			return true
-		}
-		return time.Since(w.lastOutput) >= echoQuiet && (a.alt || row >= a.startRow+minRows-1)
-	})
+	a.echoRows = echoRows(typed, a.promptX, a.cols)
+	a.echoX, a.echoExact = echoEndX(typed, a.promptX, a.cols)
+	w.waitUntil(ctx, echoMax, echoQuiet, a.echoedLocked)
 	w.mu.Lock()
 	if !a.alt {
 		a.echoEnd = max(w.screenLocked().cursorRow(), a.startRow)
 	}
-	enterMark := w.bytes
+	a.enterMark = w.bytes
 	w.mu.Unlock()
-	if err := w.writeInput(ctx, []byte("\r"), true); err != nil {
-		return nil, "", err
-	}
-	enterAt := time.Now()
-	resent := false
-	var lastEval time.Time
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		w.mu.Lock()
-		ended := w.status == StatusExited
-		quiet := time.Since(w.lastOutput)
-		reacted := w.bytes > enterMark
-		if a.re == nil && !ended && reacted && quiet < promptSettle {
-			// Every rule but until and exit needs a quiet moment: while
-			// output flows, leave the screen alone (it renders big chunks
-			// fast) and look again when it could be quiet.
-			w.mu.Unlock()
-			timer.Reset(promptSettle - quiet)
-			select {
-			case <-timer.C:
-			case <-w.done:
-			case <-ctx.Done():
-				w.mu.Lock()
-				partial, _ = a.answerSoFarLocked()
-				w.mu.Unlock()
-				return nil, partial, context.Cause(ctx)
-			}
-			continue
-		}
-		scr := w.screenLocked()
-		before, restBlank := scr.beforeCursor()
-		below := scr.cursorRow() > a.echoEnd
-		reason := ""
-		var wake time.Duration = -1
-		soon := func(d time.Duration) {
-			if d < 0 {
-				d = 0
-			}
-			if wake < 0 || d < wake {
-				wake = d
-			}
-		}
-		switch {
-		case a.re != nil:
-			if gap := evalGap(w.bytes - enterMark); ended || time.Since(lastEval) >= gap {
-				lastEval = time.Now()
-				if t, _ := a.answerSoFarLocked(); a.re.MatchString(t) {
-					reason = ReasonMatched
-				}
-			} else {
-				soon(gap - time.Since(lastEval))
-			}
-			if reason == "" && ended {
-				reason = ReasonExited
-			}
-		case !a.alt && below && restBlank && a.prompt.matches(before) && reacted:
-			if quiet >= promptSettle {
-				reason = ReasonPrompt
-			} else {
-				soon(promptSettle - quiet)
-			}
-		case ended:
-			reason = ReasonExited
-		}
-		if reason == "" && a.re == nil {
-			idle := a.p.Idle
-			if idle <= 0 && (a.prompt == nil || a.alt) {
-				idle = a.fallback
-			}
-			switch {
-			case idle > 0 && reacted:
-				if quiet >= idle {
-					reason = ReasonIdle
-				} else {
-					soon(idle - quiet)
-				}
-			case idle > 0:
-				// The program reacted to nothing, not even Enter: after
-				// a longer silence the answer is empty.
-				if d := emptyAnswerIdle(idle) - time.Since(enterAt); d <= 0 {
-					reason = ReasonIdle
-				} else {
-					soon(d)
-				}
-			}
-			if reason == "" && !a.alt && a.prompt != nil && below && restBlank && promptLike(before) && reacted {
-				// Another prompt: the program changed.
-				if quiet >= a.fallback {
-					reason = ReasonPrompt
-				} else {
-					soon(a.fallback - quiet)
-				}
-			}
-		}
-		if reason != "" {
-			// A prompt-like row at the cursor is the prompt the ask ended
-			// at, not part of the answer (for a match, only the learned
-			// prompt is).
-			atPrompt := !a.alt && below && restBlank && (a.prompt.matches(before) || reason != ReasonMatched && promptLike(before))
-			answer, cut := a.answerLocked(atPrompt)
-			prompt := ""
-			if atPrompt {
-				prompt = strings.TrimRight(before, " ")
-				w.prompt = learnPrompt(before)
-			}
-			toSeq := a.recordLocked(reason, answer)
-			res := &AskResult{Name: w.spec.Name, Answer: answer, Prompt: prompt, Truncated: cut, Screen: scr.lines(), Reason: reason,
-				Elapsed: time.Since(a.start), FromSeq: a.fromSeq, ToSeq: toSeq, Pasted: paste, Resent: resent}
-			w.mu.Unlock()
-			return res, "", nil
-		}
-		ch := w.changed
-		if g := evalGap(w.bytes - enterMark); a.re != nil && g > 0 && time.Since(lastEval) < g {
-			ch = nil // changes within the gap are looked at when it ends
-		}
-		w.mu.Unlock()
+	return w.writeInput(ctx, []byte("\r"), true)
+}
 
-		if !resent && !reacted {
-			// No reaction at all to Enter: send it once more.
-			if d := confirmWindow - time.Since(enterAt); d <= 0 {
-				if err := w.writeInput(ctx, []byte("\r"), true); err != nil {
-					return nil, "", err
-				}
-				resent = true
-				continue
-			} else {
-				soon(d)
-			}
-		}
-		var tc <-chan time.Time
-		if wake >= 0 {
-			timer.Reset(wake)
-			tc = timer.C
-		}
-		select {
-		case <-ch:
-		case <-tc:
-		case <-ctx.Done():
-			w.mu.Lock()
-			partial, _ = a.answerSoFarLocked()
-			w.mu.Unlock()
-			return nil, partial, context.Cause(ctx)
+// echoedLocked reports whether the echo of the last line typed is complete:
+// the cursor just after its last character, or quiet output on the rows it
+// needs.
+func (a *asking) echoedLocked() bool {
+	w := a.w
+	if w.status == StatusExited {
+		return true
+	}
+	if w.bytes == a.out0 || a.alt && time.Since(w.lastOutput) < echoQuiet {
+		return false
+	}
+	scr := w.screenLocked()
+	row := scr.cursorRow()
+	if a.echoExact && row == a.startRow+a.echoRows-1 && scr.emu.CursorPosition().X == a.echoX {
+		return true
+	}
+	return time.Since(w.lastOutput) >= echoQuiet && (a.alt || row >= a.startRow+a.echoRows-1)
+}
+
+// decide is the ask's decision function for the watcher (w.mu held): it
+// ends the ask when a rule of the list at the top of this file holds, sends
+// Enter once more when the program did not react to it at all, and says
+// when to look again.
+func (a *asking) decide() look {
+	w := a.w
+	ended := w.status == StatusExited
+	quiet := time.Since(w.lastOutput)
+	reacted := w.bytes > a.enterMark
+	if a.re == nil && !ended && reacted && quiet < promptSettle {
+		// Every rule but until and exit needs a quiet moment: while
+		// output flows, leave the screen alone (it renders big chunks
+		// fast) and look again when it could be quiet.
+		return look{wake: promptSettle - quiet, deaf: true}
+	}
+	scr := w.screenLocked()
+	before, restBlank := scr.beforeCursor()
+	s := askSight{ended: ended, quiet: quiet, reacted: reacted, before: before,
+		atRow: !a.alt && scr.cursorRow() > a.echoEnd && restBlank}
+	reason, l := a.reason(s)
+	if reason != "" {
+		a.finishLocked(reason, s)
+		return look{done: true}
+	}
+	if g := evalGap(w.bytes - a.enterMark); a.re != nil && g > 0 && time.Since(a.lastEval) < g {
+		l.deaf = true // changes within the gap are looked at when it ends
+	}
+	if !a.resent && !reacted {
+		// No reaction at all to Enter: send it once more.
+		if d := confirmWindow - time.Since(a.enterAt); d <= 0 {
+			a.resent = true
+			return look{then: a.resendEnter}
+		} else {
+			l.soon(d)
 		}
 	}
+	return l
+}
+
+// askSight is what one look at the session shows an ask.
+type askSight struct {
+	ended, reacted bool
+	quiet          time.Duration
+	before         string // the cursor's row up to the cursor
+	atRow          bool   // the cursor is below the echo with nothing after it
+}
+
+// reason applies the ask's end rules to one look: the reason it ends, or
+// "" and when to look again.
+func (a *asking) reason(s askSight) (string, look) {
+	l := look{wake: -1}
+	switch {
+	case a.re != nil:
+		if gap := evalGap(a.w.bytes - a.enterMark); s.ended || time.Since(a.lastEval) >= gap {
+			a.lastEval = time.Now()
+			if t, _ := a.answerSoFarLocked(); a.re.MatchString(t) {
+				return ReasonMatched, l
+			}
+		} else {
+			l.soon(gap - time.Since(a.lastEval))
+		}
+		if s.ended {
+			return ReasonExited, l
+		}
+		return "", l
+	case s.atRow && a.prompt.matches(s.before) && s.reacted:
+		if s.quiet >= promptSettle {
+			return ReasonPrompt, l
+		}
+		l.soon(promptSettle - s.quiet)
+	case s.ended:
+		return ReasonExited, l
+	}
+	idle := a.p.Idle
+	if idle <= 0 && (a.prompt == nil || a.alt) {
+		idle = a.fallback
+	}
+	switch {
+	case idle > 0 && s.reacted:
+		if s.quiet >= idle {
+			return ReasonIdle, l
+		}
+		l.soon(idle - s.quiet)
+	case idle > 0:
+		// The program reacted to nothing, not even Enter: after a longer
+		// silence the answer is empty.
+		if d := emptyAnswerIdle(idle) - time.Since(a.enterAt); d <= 0 {
+			return ReasonIdle, l
+		} else {
+			l.soon(d)
+		}
+	}
+	if a.prompt != nil && s.atRow && promptLike(s.before) && s.reacted {
+		// Another prompt: the program changed.
+		if s.quiet >= a.fallback {
+			return ReasonPrompt, l
+		}
+		l.soon(a.fallback - s.quiet)
+	}
+	return "", l
+}
+
+// finishLocked builds the ask's result and records its answer.
+func (a *asking) finishLocked(reason string, s askSight) {
+	w := a.w
+	scr := w.screenLocked()
+	// A prompt-like row at the cursor is the prompt the ask ended at, not
+	// part of the answer (for a match, only the learned prompt is).
+	atPrompt := s.atRow && (a.prompt.matches(s.before) || reason != ReasonMatched && promptLike(s.before))
+	answer, cut := a.answerLocked(atPrompt)
+	prompt := ""
+	if atPrompt {
+		prompt = strings.TrimRight(s.before, " ")
+		w.prompt = learnPrompt(s.before)
+	}
+	toSeq := a.recordLocked(reason, answer)
+	a.res = &AskResult{Name: w.spec.Name, Answer: answer, Prompt: prompt, Truncated: cut, Screen: scr.lines(), Reason: reason,
+		Elapsed: time.Since(a.start), FromSeq: a.fromSeq, ToSeq: toSeq, Pasted: a.paste, Resent: a.resent}
+}
+
+// resendEnter presses Enter a second time; its error ends the ask.
+func (a *asking) resendEnter(ctx context.Context) error {
+	if err := a.w.writeInput(ctx, []byte("\r"), true); err != nil {
+		a.failed = err
+		return err
+	}
+	return nil
 }
 
 // typeLine types one line of a question that goes line by line, with
@@ -785,6 +846,74 @@ func (w *worker) timeoutError(op string, timeout time.Duration, partial string, 
 		Screen: w.screenLocked().lines(), FromSeq: fromSeq, ToSeq: w.elog.seq}
 }
 
+// look is a decision function's answer to the watcher.
+type look struct {
+	// done ends the watch: the decision is made (the decision function
+	// keeps what it decided).
+	done bool
+	// wake asks for another look after this long even if nothing changes;
+	// negative waits for a change.
+	wake time.Duration
+	// deaf ignores changes until wake, while output flows faster than it is
+	// worth looking at (a match's pacing gap, an ask's settle time). The
+	// session's end still wakes it.
+	deaf bool
+	// then, when set, runs without w.mu and the next look follows at once;
+	// its error ends the watch.
+	then func(ctx context.Context) error
+}
+
+// soon asks for a look after d at the latest.
+func (l *look) soon(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	if l.wake < 0 || d < l.wake {
+		l.wake = d
+	}
+}
+
+// watch is the one loop behind ask and wait. It calls decide with w.mu held
+// at once, on every change to the session (output, status), when a wake
+// decide asked for passes, and after a then; the two callers differ only in
+// their decision functions. It returns nil when decide is done, then's
+// error, or the cause of ctx's end.
+func (w *worker) watch(ctx context.Context, decide func() look) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		l := decide()
+		ch := w.changed
+		w.mu.Unlock()
+		if l.done {
+			return nil
+		}
+		if l.then != nil {
+			if err := l.then(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		var done <-chan struct{}
+		if l.deaf {
+			ch, done = nil, w.done
+		}
+		var tc <-chan time.Time
+		if l.wake >= 0 {
+			timer.Reset(l.wake)
+			tc = timer.C
+		}
+		select {
+		case <-ch:
+		case <-done:
+		case <-tc:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // waitUntil waits up to d for cond (called with w.mu held) to hold,
 // looking again every poll (cond may depend on time) and on every change.
 func (w *worker) waitUntil(ctx context.Context, d, poll time.Duration, cond func() bool) bool {
@@ -812,7 +941,6 @@ func (w *worker) waitUntil(ctx context.Context, d, poll time.Duration, cond func
 
 // wait returns when the first of p's conditions holds; see Manager.Wait.
 func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
-	start := time.Now()
 	re, err := compileUntil(p.Until)
 	if err != nil {
 		return nil, err
@@ -827,18 +955,18 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	wt := &waiting{w: w, p: p, re: re, start: time.Now()}
 	w.mu.Lock()
 	if w.status == StatusExited && !p.Exit {
 		w.mu.Unlock()
 		return nil, statusError(w.spec.Name, w.status, w.exit.Termination, "wait")
 	}
 	fromSeq := w.elog.seq
-	bytes0 := w.bytes
-	var fromRow int
+	wt.bytes0 = w.bytes
 	if re != nil {
 		scr := w.screenLocked()
 		scr.startCapture()
-		fromRow = scr.capture.top() // the screen's first row
+		wt.fromRow = scr.capture.top() // the screen's first row
 		defer func() {
 			w.mu.Lock()
 			w.scr.stopCapture()
@@ -846,78 +974,81 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 		}()
 	}
 	w.mu.Unlock()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var lastEval time.Time
-	for {
+	if err := w.watch(ctx, wt.decide); err != nil {
+		if parent.Err() != nil {
+			return nil, parent.Err()
+		}
 		w.mu.Lock()
-		quiet := time.Since(maxTime(w.lastOutput, start))
-		ended := w.status == StatusExited
-		reason := ""
-		var gap time.Duration
+		partial := ""
 		if re != nil {
-			// Matching re-reads the new rows: under a flood, do it at a
-			// pace that keeps the cost linear.
-			gap = evalGap(w.bytes - bytes0)
-			if time.Since(lastEval) >= gap || ended {
-				lastEval = time.Now()
-				if re.MatchString(w.rowsFromLocked(fromRow)) {
-					reason = ReasonMatched
-				}
-			}
+			partial = w.rowsFromLocked(wt.fromRow)
 		}
-		switch {
-		case reason != "":
-		case p.Exit && ended:
-			reason = ReasonExited
-		case p.Idle > 0 && quiet >= p.Idle:
-			reason = ReasonIdle
-		}
-		if reason != "" {
-			res := &WaitResult{Name: w.spec.Name, Reason: reason, Screen: w.screenLocked().lines(), Elapsed: time.Since(start), Seq: w.elog.seq}
-			w.mu.Unlock()
-			return res, nil
-		}
-		ch := w.changed
 		w.mu.Unlock()
-		if ended {
-			return nil, statusError(w.spec.Name, StatusExited, w.exitInfo().Termination, "wait for output")
-		}
-		wake := time.Duration(-1)
-		if p.Idle > 0 {
-			wake = p.Idle - quiet
-		}
-		if g := gap - time.Since(lastEval); re != nil && g > 0 {
-			// Changes within the gap are looked at when it ends.
-			if wake < 0 || g < wake {
-				wake = g
+		te := w.timeoutError("wait", timeout, partial, fromSeq)
+		te.Hint = untilHint(re, partial)
+		return nil, te
+	}
+	if wt.res == nil {
+		return nil, statusError(w.spec.Name, StatusExited, w.exitInfo().Termination, "wait for output")
+	}
+	return wt.res, nil
+}
+
+// waiting is one wait between looks.
+type waiting struct {
+	w        *worker
+	p        waitParams
+	re       *regexp.Regexp
+	start    time.Time
+	bytes0   uint64 // output before the wait
+	fromRow  int    // the screen's first row when the wait began
+	lastEval time.Time
+	res      *WaitResult // set when a condition held; nil when the session ended first
+}
+
+// decide is the wait's decision function for the watcher (w.mu held): the
+// first of until (over the rows since the wait began), exit and idle.
+func (wt *waiting) decide() look {
+	w := wt.w
+	quiet := time.Since(maxTime(w.lastOutput, wt.start))
+	ended := w.status == StatusExited
+	reason := ""
+	var gap time.Duration
+	if wt.re != nil {
+		// Matching re-reads the new rows: under a flood, do it at a pace
+		// that keeps the cost linear.
+		gap = evalGap(w.bytes - wt.bytes0)
+		if time.Since(wt.lastEval) >= gap || ended {
+			wt.lastEval = time.Now()
+			if wt.re.MatchString(w.rowsFromLocked(wt.fromRow)) {
+				reason = ReasonMatched
 			}
-			ch = nil
-		}
-		var tc <-chan time.Time
-		if wake >= 0 {
-			timer.Reset(wake)
-			tc = timer.C
-		}
-		select {
-		case <-ch:
-		case <-tc:
-		case <-w.done:
-		case <-ctx.Done():
-			if parent.Err() != nil {
-				return nil, parent.Err()
-			}
-			w.mu.Lock()
-			partial := ""
-			if re != nil {
-				partial = w.rowsFromLocked(fromRow)
-			}
-			w.mu.Unlock()
-			te := w.timeoutError("wait", timeout, partial, fromSeq)
-			te.Hint = untilHint(re, partial)
-			return nil, te
 		}
 	}
+	switch {
+	case reason != "":
+	case wt.p.Exit && ended:
+		reason = ReasonExited
+	case wt.p.Idle > 0 && quiet >= wt.p.Idle:
+		reason = ReasonIdle
+	}
+	if reason != "" {
+		wt.res = &WaitResult{Name: w.spec.Name, Reason: reason, Screen: w.screenLocked().lines(), Elapsed: time.Since(wt.start), Seq: w.elog.seq}
+		return look{done: true}
+	}
+	if ended {
+		return look{done: true} // without a result: the session ended first
+	}
+	l := look{wake: -1}
+	if wt.p.Idle > 0 {
+		l.soon(wt.p.Idle - quiet)
+	}
+	if g := gap - time.Since(wt.lastEval); wt.re != nil && g > 0 {
+		// Changes within the gap are looked at when it ends.
+		l.soon(g)
+		l.deaf = true
+	}
+	return l
 }
 
 // rowsFromLocked is the rendered text from absolute row from to the last

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -285,4 +287,97 @@ func BenchmarkWorkerRSS(b *testing.B) {
 		b.ReportMetric(float64(e.opts.LogCap)/(1<<20), "MiB-log-cap")
 		m.Remove(ctx, name, true)
 	}
+}
+
+// BenchmarkAttachCat prints 100 MB in a session with an attacher and
+// measures what reaches the attacher, against a bare PTY reader of the
+// same program (the ceiling) and against the attach of workers before the
+// raw stream (output as JSON notifications), in the same run.
+func BenchmarkAttachCat(b *testing.B) {
+	const size = 100 << 20
+	m := newTestEnv(b).manager(b)
+	notes := func(ctx context.Context, name string, rw io.ReadWriter) error {
+		h, _, err := m.lookup(ctx, name)
+		if err != nil || h == nil {
+			return fmt.Errorf("lookup %s: %v", name, err)
+		}
+		return m.attachByNotes(ctx, name, h, rw)
+	}
+	var bare, raw, old, rawGot, oldGot float64
+	for i := 0; b.Loop(); i++ {
+		n, d := bareRead(b, floodCmd(size))
+		bare += float64(n) / d.Seconds()
+		r, got := attachRate(b, m, "r"+strconv.Itoa(i), size, m.Attach)
+		raw, rawGot = raw+r, rawGot+got
+		r, got = attachRate(b, m, "n"+strconv.Itoa(i), size, notes)
+		old, oldGot = old+r, oldGot+got
+	}
+	n := float64(b.N)
+	b.ReportMetric(bare/n/1e6, "MB/s-bare")
+	b.ReportMetric(raw/n/1e6, "MB/s-attach")
+	b.ReportMetric(old/n/1e6, "MB/s-attach-notes")
+	b.ReportMetric(100*raw/bare, "%-of-bare")
+	b.ReportMetric(100*rawGot/n/size, "%-received")
+	b.ReportMetric(100*oldGot/n/size, "%-received-notes")
+}
+
+// attachRate runs a program that prints size bytes once it reads a line,
+// attaches with attach, sends the line through the attacher and returns the
+// rate at which output reached the attacher and how many bytes did (an
+// attacher too slow gets repaints instead of what it missed).
+func attachRate(b *testing.B, m *Manager, name string, size int, attach func(context.Context, string, io.ReadWriter) error) (float64, float64) {
+	ctx := context.Background()
+	argv := []string{"sh", "-c", fmt.Sprintf("read x; yes %s | head -c %d", floodLine, size)}
+	if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: argv, Cwd: "/"}); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Remove(ctx, name, true)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	cw := &countingRW{r: pr}
+	errs := make(chan error, 1)
+	go func() { errs <- attach(ctx, name, cw) }()
+	await(b, 10*time.Second, "the repaint", func() bool { n, _, _ := cw.get(); return n > 0 })
+	cw.reset()
+	if _, err := pw.Write([]byte("\r")); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	n, first, last := cw.get()
+	return float64(n) / last.Sub(first).Seconds(), float64(n)
+}
+
+// countingRW is an attacher's terminal that counts what it is sent.
+type countingRW struct {
+	r           io.Reader
+	mu          sync.Mutex
+	n           int
+	first, last time.Time
+}
+
+func (c *countingRW) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *countingRW) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.first = time.Now()
+	}
+	c.n += len(p)
+	c.last = time.Now()
+	return len(p), nil
+}
+
+func (c *countingRW) get() (int, time.Time, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n, c.first, c.last
+}
+
+func (c *countingRW) reset() {
+	c.mu.Lock()
+	c.n = 0
+	c.mu.Unlock()
 }

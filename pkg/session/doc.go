@@ -1,10 +1,17 @@
 // Package session owns agentd's agent sessions: named programs running in
 // pseudo-terminals, each under its own worker process, with a manifest, an
 // event log and a terminal screen model. It exports Go types, methods and
-// sentinel errors and knows nothing of the daemon's wire protocol semantics
-// (pkg/daemon turns its errors into wire codes). It uses pkg/wire only for
-// framing and for the generic client/server connection between the Manager
-// and its workers, and must not import pkg/daemon or pkg/capture.
+// sentinel errors (Kinds lists them) and knows nothing of agentd's wire
+// contract: pkg/daemon turns its errors into wire codes. It must not import
+// pkg/wire, pkg/daemon or pkg/capture (a go list -deps test checks it).
+//
+// The Manager and its workers talk over internal/rpc, the connection engine
+// agentd's own socket uses too: same frames, same envelopes. Errors cross
+// that socket by the name of their kind (encodeError, decodeError), so a
+// sentinel raised in a worker is the same sentinel in the Manager, and a
+// *TimeoutError keeps its evidence. The names are spelled as agentd's wire
+// codes were when workers first sent them, since a worker started by an
+// older agentd must still be understood by a newer one.
 //
 // # Workers
 //
@@ -13,7 +20,7 @@
 // session. The worker owns the PTY master, starts the program in a new
 // session with the PTY as its controlling terminal, records every event in
 // the event log, keeps the screen model, and serves a per-session socket
-// (mode 0600, pkg/wire framing) in the runtime directory. The daemon never
+// (mode 0600, internal/rpc framing) in the runtime directory. The daemon never
 // holds a PTY, so it can crash, restart or be upgraded while every program
 // keeps running; a new Manager re-attaches through Reconcile.
 //

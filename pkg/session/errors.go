@@ -1,10 +1,13 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // Sentinel errors. Every error a Manager method returns wraps at most one of
@@ -106,3 +109,84 @@ func (e *TimeoutError) Error() string {
 
 // Unwrap returns ErrTimeout.
 func (e *TimeoutError) Unwrap() error { return ErrTimeout }
+
+// Kinds returns every sentinel a Manager method's error may wrap, so the
+// layer that translates them (pkg/daemon) can prove it knows each one.
+func Kinds() []error {
+	out := make([]error, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.err
+	}
+	return out
+}
+
+// kinds names each sentinel on the worker protocol, the one place a
+// session error crosses a socket. The names are the session's own; they are
+// spelled as agentd's wire codes were when workers first spoke them, so a
+// worker started by an older agentd still reports errors a newer one reads
+// (workers outlive upgrades). A test round-trips every kind.
+var kinds = []struct {
+	err  error
+	name rpc.Code
+}{
+	{ErrNotFound, "agent_not_found"},
+	{ErrExists, "agent_exists"},
+	{ErrInvalid, "invalid_params"},
+	{ErrSpawnFailed, "spawn_failed"},
+	{ErrInvalidStatus, "invalid_status"},
+	{ErrLockTimeout, "lock_timeout"},
+	{ErrTimeout, "timeout"},
+	{ErrBusy, "busy"},
+}
+
+// codeUnknownMethod answers a method the worker does not serve: a newer
+// Manager talking to an older worker.
+const codeUnknownMethod rpc.Code = "unknown_method"
+
+// encodeError carries a domain error to the Manager by its kind's name; a
+// *TimeoutError travels whole in the details. An error of no kind is the
+// worker's own fault and goes as the engine's internal.
+func encodeError(err error) *rpc.Error {
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		return rpc.Errorf(kindTimeout, "%s", te.Error()).WithDetails(te)
+	}
+	var re *rpc.Error
+	if errors.As(err, &re) {
+		return re
+	}
+	code := rpc.CodeInternal
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			code = k.name
+			break
+		}
+	}
+	return rpc.Errorf(code, "%s", err.Error())
+}
+
+// kindTimeout is the name of ErrTimeout, whose details carry a TimeoutError.
+const kindTimeout rpc.Code = "timeout"
+
+// decodeError undoes encodeError on the Manager's side: a known kind
+// becomes its sentinel again (a timeout its *TimeoutError), anything else a
+// plain error with the worker's message, which the daemon reports as
+// internal. Errors that are not answers from the worker pass unchanged.
+func decodeError(err error) error {
+	var re *rpc.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.Code == kindTimeout && len(re.Details) > 0 {
+		var te TimeoutError
+		if json.Unmarshal(re.Details, &te) == nil {
+			return &te
+		}
+	}
+	for _, k := range kinds {
+		if k.name == re.Code {
+			return &Error{Kind: k.err, Msg: re.Message}
+		}
+	}
+	return errors.New(re.Message)
+}

@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/agentd/agentd/pkg/wire"
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // ManagerOptions configure a Manager.
@@ -84,7 +84,7 @@ type Manager struct {
 // handle is the Manager's connection to one live worker.
 type handle struct {
 	name        string
-	client      *wire.Client
+	client      *rpc.Client
 	workerPID   int
 	workerStart uint64
 	programPID  int
@@ -354,7 +354,7 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 	err = writeJSONFrame(conn, spec)
 	if err == nil {
 		var body []byte
-		if body, err = wire.ReadFrame(conn); err == nil {
+		if body, err = rpc.ReadFrame(conn); err == nil {
 			err = json.Unmarshal(body, &ready)
 		}
 	}
@@ -404,14 +404,14 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	c, err := wire.Dial(dctx, m.socket(name), wire.ClientOptions{})
+	c, err := rpc.Dial(dctx, m.socket(name), rpc.ClientOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var st liveStatus
 	if err := c.Call(dctx, mHello, nil, &st); err != nil {
 		c.Close()
-		return nil, err
+		return nil, decodeError(err)
 	}
 	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID,
 		socket: m.socket(name), gone: make(chan struct{})}
@@ -590,9 +590,9 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var we *wire.Error
+	var we *rpc.Error
 	if errors.As(err, &we) {
-		return fromWireError(err)
+		return decodeError(err)
 	}
 	// The connection broke under the call.
 	select {
@@ -755,9 +755,9 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	var we *wire.Error
+	var we *rpc.Error
 	if errors.As(err, &we) {
-		return nil, fromWireError(err)
+		return nil, decodeError(err)
 	}
 	// The worker ended under us (it exits right after the program); the
 	// manifest says how.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/agentd/agentd/pkg/wire"
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // Ask delivers Text to a running session and collects the answer: what a
@@ -55,8 +56,7 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	}
 	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
 	var res AskResult
-	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, Text: req.Text, Timeout: req.Timeout, Idle: req.Idle,
-		FallbackIdle: req.FallbackIdle, Until: req.Until, LockTimeout: req.LockTimeout}, &res)
+	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, AskRequest: req}, &res)
 	if err != nil {
 		if ctx.Err() != nil {
 			m.cancelAsk(req.Name, id)
@@ -196,7 +196,7 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 	}
 	if h != nil {
 		var res WaitResult
-		err := m.call(ctx, req.Name, "wait", mWait, waitParams{Until: req.Until, Idle: req.Idle, Exit: req.Exit, Timeout: req.Timeout}, &res)
+		err := m.call(ctx, req.Name, "wait", mWait, req, &res)
 		if err == nil || !req.Exit || !errors.Is(err, ErrInvalidStatus) {
 			if err != nil {
 				return nil, err
@@ -428,11 +428,80 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 	if err := h.client.Call(ctx, mStatus, nil, &st); err == nil && !st.Status.Allows().Attach {
 		return statusError(name, st.Status, st.Exit.Termination, "attach")
 	}
+	conn, _, err := rpc.DialUpgrade(ctx, h.socket, mAttachStream, nil)
+	if re := (*rpc.Error)(nil); errors.As(err, &re) && re.Code == codeUnknownMethod {
+		// A worker started by an older agentd: attach the old way.
+		return m.attachByNotes(ctx, name, h, rw)
+	}
+	if err != nil {
+		if errors.As(err, new(*rpc.Error)) {
+			return decodeError(err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if man, merr := readManifest(m.dir(name)); merr == nil && man.Status.Terminal() {
+			return statusError(name, man.Status, man.Termination, "attach")
+		}
+		return fmt.Errorf("attach to %q: %w", name, err)
+	}
+	defer conn.Close()
+	return pipeTerminal(ctx, name, conn, rw)
+}
+
+// pipeTerminal copies the worker's raw terminal stream to rw and rw to it
+// until either side ends or ctx does; see Attach for what it returns. The
+// copies own no resources: closing conn (the caller) ends the one reading
+// it, and the one reading rw ends when the caller closes rw.
+func pipeTerminal(ctx context.Context, name string, conn net.Conn, rw io.ReadWriter) error {
+	var werr error
+	var wmu sync.Mutex
+	done := make(chan struct{}, 2)
+	go func() {
+		// Output: ends when the worker closes the stream (the session
+		// ended) or rw cannot take more.
+		defer func() { done <- struct{}{} }()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				if _, err := rw.Write(buf[:n]); err != nil {
+					wmu.Lock()
+					werr = err
+					wmu.Unlock()
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		// Input: ends at rw's EOF (the attacher detached).
+		defer func() { done <- struct{}{} }()
+		io.Copy(conn, rw)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	wmu.Lock()
+	defer wmu.Unlock()
+	if werr != nil {
+		return fmt.Errorf("attach to %q: write to the terminal: %w", name, werr)
+	}
+	return ctx.Err()
+}
+
+// attachByNotes is Attach to a worker that predates mAttachStream: output
+// arrives as notifications, input goes as one mSend call per chunk.
+func (m *Manager) attachByNotes(ctx context.Context, name string, h *handle, rw io.ReadWriter) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var werr error
 	var wmu sync.Mutex
-	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
+	c, err := rpc.Dial(ctx, h.socket, rpc.ClientOptions{OnNotification: func(n rpc.Notification) {
 		if n.Method != nOutput {
 			return
 		}
@@ -485,8 +554,8 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 		return ctx.Err()
 	}
 	if err != nil {
-		if errors.As(err, new(*wire.Error)) {
-			return fromWireError(err)
+		if errors.As(err, new(*rpc.Error)) {
+			return decodeError(err)
 		}
 		// The worker closed the connection: the session ended.
 		return nil

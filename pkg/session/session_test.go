@@ -993,3 +993,35 @@ func logWorkerOnFailure(t *testing.T, env *testEnv, name string) {
 		}
 	})
 }
+
+// TestAttachToAnOlderWorker drives the attach a Manager falls back to for a
+// worker started by an older agentd (output as notifications, input as
+// calls), which workers still serve.
+func TestAttachToAnOlderWorker(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	ctx := testCtx(t, 30*time.Second)
+	if _, err := m.Spawn(ctx, SpawnRequest{Name: "old", Argv: []string{"sh", "-i"}, Env: []string{"PS1=prompt$ "}, Cwd: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Wait(ctx, WaitRequest{Name: "old", Until: `prompt\$`, Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := m.lookup(ctx, "old")
+	if err != nil || h == nil {
+		t.Fatalf("lookup: %v, %v", h, err)
+	}
+	pr, pw := io.Pipe()
+	rw := &pipeRW{r: pr}
+	errs := make(chan error, 1)
+	go func() { errs <- m.attachByNotes(ctx, "old", h, rw) }()
+	await(t, 5*time.Second, "the repaint", func() bool { return strings.Contains(rw.String(), "prompt$") })
+	if _, err := pw.Write([]byte("echo old-way-$((6*7))\r")); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 5*time.Second, "the output", func() bool { return strings.Contains(rw.String(), "old-way-42") })
+	pw.Close()
+	if err := <-errs; err != nil {
+		t.Errorf("detach by EOF: %v", err)
+	}
+}

@@ -91,27 +91,27 @@ type ExitInfo struct {
 // AskRequest delivers a question and collects the answer; see Manager.Ask
 // for how an ask decides it is done.
 type AskRequest struct {
-	Name string
+	Name string `json:"-"` // the worker knows its session
 	// Text is the question. Trailing line breaks are not typed (Enter
 	// follows the text anyway); what is left must not be empty.
-	Text string
+	Text string `json:"text"`
 	// Timeout is the ask's deadline; zero is DefaultAskTimeout.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout"`
 	// Idle, when set, also ends the ask once the program has been quiet
 	// this long after it reacted, prompt or not.
-	Idle time.Duration
+	Idle time.Duration `json:"idle"`
 	// FallbackIdle is the quiet that ends an ask on a program whose prompt
 	// could not be learned; zero is DefaultAskIdle.
-	FallbackIdle time.Duration
+	FallbackIdle time.Duration `json:"fallback_idle"`
 	// Until, when set, is the only rule besides exit and the deadline: the
 	// ask ends when this regular expression (RE2) matches the answer so far
 	// (the rows after the question's echo, the cursor's row up to the
 	// cursor with its spaces kept, e.g. "42\n>>> ").
-	Until string
+	Until string `json:"until"`
 	// LockTimeout is how long to wait for an ask in progress on the same
 	// session, and then for the program's prompt to come back; zero is
 	// DefaultLockTimeout, negative does not wait.
-	LockTimeout time.Duration
+	LockTimeout time.Duration `json:"lock_timeout"`
 }
 
 // Reasons an ask or wait ended. An ask's answer record in the event log
@@ -175,18 +175,18 @@ type SendRequest struct {
 // WaitRequest waits for a condition; at least one of Until, Idle and Exit is
 // given, and the first to hold ends the wait.
 type WaitRequest struct {
-	Name string
+	Name string `json:"-"` // the worker knows its session
 	// Until is a regular expression matched against the screen as it was
 	// when the wait began and every row rendered after it, to the last row
 	// with text; the cursor's row counts up to the cursor with its spaces
 	// kept (so "(?m)^>>> $" matches a Python prompt at the cursor).
-	Until string
+	Until string `json:"until"`
 	// Idle holds when the program has been quiet this long.
-	Idle time.Duration
+	Idle time.Duration `json:"idle"`
 	// Exit holds when the program has ended (at once if it already has).
-	Exit bool
+	Exit bool `json:"exit"`
 	// Timeout is the deadline; zero is DefaultWaitTimeout.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout"`
 }
 
 // WaitResult is a wait whose condition held.
@@ -240,10 +240,18 @@ const (
 	mSnapshot = "worker.snapshot"
 	mResize   = "worker.resize"
 	mStop     = "worker.stop"
-	mAttach   = "worker.attach"
-	mCancel   = "worker.cancel"
-	mRecord   = "worker.record"
-	nOutput   = "worker.output"
+	// mAttach streams output as nOutput notifications and takes input
+	// as mSend calls. Workers keep serving it, and the Manager falls back
+	// to it, only for workers started by an older agentd, which know no
+	// mAttachStream (workers outlive upgrades).
+	mAttach = "worker.attach"
+	// mAttachStream upgrades its connection to the raw terminal: output
+	// bytes from the worker, input bytes to it, as agent.attach does on
+	// agentd's socket.
+	mAttachStream = "worker.attach_stream"
+	mCancel       = "worker.cancel"
+	mRecord       = "worker.record"
+	nOutput       = "worker.output"
 )
 
 // workerSpec is what the Manager hands a new worker on fd 3.
@@ -288,15 +296,12 @@ type sendParams struct {
 	Data []byte `json:"data"`
 }
 
+// askParams is an AskRequest on the worker protocol, with the id that
+// cancelParams names. The request's JSON tags are the protocol's field
+// names (workers of an older agentd read the same fields).
 type askParams struct {
-	// ID names the ask for cancelParams.
-	ID           string        `json:"id"`
-	Text         string        `json:"text"`
-	Timeout      time.Duration `json:"timeout"`
-	Idle         time.Duration `json:"idle"`
-	FallbackIdle time.Duration `json:"fallback_idle"`
-	Until        string        `json:"until"`
-	LockTimeout  time.Duration `json:"lock_timeout"`
+	ID string `json:"id"`
+	AskRequest
 }
 
 // cancelParams end a running ask as canceled (the asker went away), as
@@ -313,12 +318,8 @@ type recordParams struct {
 	Reason   string `json:"reason"`
 }
 
-type waitParams struct {
-	Until   string        `json:"until"`
-	Idle    time.Duration `json:"idle"`
-	Exit    bool          `json:"exit"`
-	Timeout time.Duration `json:"timeout"`
-}
+// waitParams is a WaitRequest on the worker protocol.
+type waitParams = WaitRequest
 
 type resizeParams struct {
 	Cols int `json:"cols"`

@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/agentd/agentd/pkg/wire"
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // spawnFD is the descriptor on which a worker receives its specification
@@ -54,7 +54,7 @@ func RunWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	body, err := wire.ReadFrame(conn)
+	body, err := rpc.ReadFrame(conn)
 	if err != nil {
 		log.Error().Err(err).Msg("read spawn specification")
 		return 2
@@ -85,7 +85,7 @@ func writeJSONFrame(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	return wire.WriteFrame(w, b)
+	return rpc.WriteFrame(w, b)
 }
 
 // worker is one session's worker state.
@@ -569,10 +569,11 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	// OnRequestDone follows), so the worker never closes a connection
 	// between an answer and its delivery.
 	var counted sync.Map
-	var sc *wire.ServerConn
-	sc = wire.NewServerConn(c, wire.ServeOptions{
-		ToWireError: toWireError,
-		OnRequestDone: func(req *wire.Request, _ time.Duration, _ *wire.Error) {
+	var sc *rpc.ServerConn
+	sc = rpc.NewServerConn(c, rpc.ServeOptions{
+		ToError:    encodeError,
+		MayUpgrade: func(method string) bool { return method == mAttachStream },
+		OnRequestDone: func(req *rpc.Request, _ time.Duration, _ *rpc.Error) {
 			if _, ok := counted.LoadAndDelete(req); ok {
 				w.mu.Lock()
 				w.inflight--
@@ -580,11 +581,11 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 				w.mu.Unlock()
 			}
 		},
-		OnPanic: func(req *wire.Request, v any, stack []byte) {
+		OnPanic: func(req *rpc.Request, v any, stack []byte) {
 			w.log.Error().Str("method", req.Method).Interface("panic", v).Bytes("stack", stack).Msg("handler panic")
 		},
 	})
-	sc.Serve(ctx, func(ctx context.Context, req *wire.Request) (any, error) {
+	sc.Serve(ctx, func(ctx context.Context, req *rpc.Request) (any, error) {
 		w.mu.Lock()
 		w.inflight++
 		w.mu.Unlock()
@@ -593,7 +594,7 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	})
 }
 
-func decodeParams(req *wire.Request, v any) error {
+func decodeParams(req *rpc.Request, v any) error {
 	if len(req.Params) == 0 {
 		return nil
 	}
@@ -603,7 +604,7 @@ func decodeParams(req *wire.Request, v any) error {
 	return nil
 }
 
-func (w *worker) handle(ctx context.Context, sc *wire.ServerConn, req *wire.Request) (any, error) {
+func (w *worker) handle(ctx context.Context, sc *rpc.ServerConn, req *rpc.Request) (any, error) {
 	switch req.Method {
 	case mHello, mStatus:
 		return w.liveStatus(), nil
@@ -660,8 +661,10 @@ func (w *worker) handle(ctx context.Context, sc *wire.ServerConn, req *wire.Requ
 		return w.stop(ctx, p)
 	case mAttach:
 		return nil, w.attach(ctx, sc)
+	case mAttachStream:
+		return w.attachStream()
 	}
-	return nil, wire.Errorf(wire.CodeUnknownMethod, "worker has no method %q", req.Method)
+	return nil, rpc.Errorf(codeUnknownMethod, "worker has no method %q", req.Method)
 }
 
 func (w *worker) liveStatus() liveStatus {
@@ -816,10 +819,67 @@ func (s *subscriber) push(p []byte) {
 	}
 }
 
+// attachStream answers mAttachStream: when the session runs, the
+// connection becomes its terminal (see streamTerminal).
+func (w *worker) attachStream() (any, error) {
+	if err := w.requireRunning("attach"); err != nil {
+		return nil, err
+	}
+	return &rpc.Upgrade{Stream: w.streamTerminal}, nil
+}
+
+// streamTerminal is an attached terminal over a raw stream: the screen,
+// then every output, is written to rw, and what is read from rw is typed
+// into the program, until the session ends, the attacher hangs up, or ctx
+// ends. An attacher too slow for the output gets a fresh repaint instead of
+// what it missed. It counts as a request in flight, so a worker whose
+// program ended writes the last output before it exits.
+func (w *worker) streamTerminal(ctx context.Context, rw io.ReadWriter) error {
+	w.mu.Lock()
+	w.inflight++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.inflight--
+		w.broadcastLocked()
+		w.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Input: ends with the attacher's side of the stream; the
+		// connection's close (after this function returns) ends the read.
+		defer cancel()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := rw.Read(buf)
+			if n > 0 {
+				if w.requireRunning("send") != nil || w.writeInput(ctx, buf[:n], true) != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w.pumpOutput(ctx, func(b []byte) error {
+		_, err := rw.Write(b)
+		return err
+	})
+}
+
 // attach streams the screen, then every output, to the connection as
-// notifications until the session ends or the connection does. An attacher
-// too slow for the output gets a fresh repaint instead of what it missed.
-func (w *worker) attach(ctx context.Context, sc *wire.ServerConn) error {
+// notifications until the session ends or the connection does: the
+// mAttach of workers before mAttachStream, kept for their Managers.
+func (w *worker) attach(ctx context.Context, sc *rpc.ServerConn) error {
+	return w.pumpOutput(ctx, func(b []byte) error { return sc.Notify(nOutput, outputNote{Data: b}) })
+}
+
+// pumpOutput sends the screen, then every output, to send until the
+// session ends (after sending what is left) or ctx does. An attacher too
+// slow for the output gets a fresh repaint instead of what it missed.
+func (w *worker) pumpOutput(ctx context.Context, send func([]byte) error) error {
 	sub := &subscriber{ch: make(chan []byte, 1024)}
 	w.mu.Lock()
 	if err := w.requireRunningLocked("attach"); err != nil {
@@ -834,11 +894,11 @@ func (w *worker) attach(ctx context.Context, sc *wire.ServerConn) error {
 		delete(w.subs, sub)
 		w.mu.Unlock()
 	}()
-	if err := sc.Notify(nOutput, outputNote{Data: rp}); err != nil {
+	if err := send(rp); err != nil {
 		return err
 	}
 	var batch []byte
-	send := func(first []byte) error {
+	flush := func(first []byte) error {
 		batch = append(batch[:0], first...)
 	more:
 		for len(batch) < 256<<10 {
@@ -858,17 +918,17 @@ func (w *worker) attach(ctx context.Context, sc *wire.ServerConn) error {
 			batch = append(batch[:0], w.screenLocked().repaint()...)
 		}
 		w.mu.Unlock()
-		return sc.Notify(nOutput, outputNote{Data: batch})
+		return send(batch)
 	}
 	for {
 		select {
 		case p := <-sub.ch:
-			if err := send(p); err != nil {
+			if err := flush(p); err != nil {
 				return err
 			}
 		case <-w.done:
 			for len(sub.ch) > 0 {
-				if err := send(<-sub.ch); err != nil {
+				if err := flush(<-sub.ch); err != nil {
 					return err
 				}
 			}
@@ -877,57 +937,4 @@ func (w *worker) attach(ctx context.Context, sc *wire.ServerConn) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// toWireError carries a domain error to the Manager; fromWireError undoes it.
-func toWireError(err error) *wire.Error {
-	var te *TimeoutError
-	if errors.As(err, &te) {
-		return wire.Errorf(wire.CodeTimeout, "%s", te.Error()).WithDetails(te)
-	}
-	var we *wire.Error
-	if errors.As(err, &we) {
-		return we
-	}
-	code := wire.CodeInternal
-	for _, k := range kinds {
-		if errors.Is(err, k.err) {
-			code = k.code
-			break
-		}
-	}
-	return wire.Errorf(code, "%s", err.Error())
-}
-
-var kinds = []struct {
-	err  error
-	code wire.Code
-}{
-	{ErrNotFound, wire.CodeAgentNotFound},
-	{ErrExists, wire.CodeAgentExists},
-	{ErrInvalid, wire.CodeInvalidParams},
-	{ErrSpawnFailed, wire.CodeSpawnFailed},
-	{ErrInvalidStatus, wire.CodeInvalidStatus},
-	{ErrLockTimeout, wire.CodeLockTimeout},
-	{ErrTimeout, wire.CodeTimeout},
-	{ErrBusy, wire.CodeBusy},
-}
-
-func fromWireError(err error) error {
-	var we *wire.Error
-	if !errors.As(err, &we) {
-		return err
-	}
-	if we.Code == wire.CodeTimeout && len(we.Details) > 0 {
-		var te TimeoutError
-		if json.Unmarshal(we.Details, &te) == nil {
-			return &te
-		}
-	}
-	for _, k := range kinds {
-		if k.code == we.Code {
-			return &Error{Kind: k.err, Msg: we.Message}
-		}
-	}
-	return errors.New(we.Message)
 }

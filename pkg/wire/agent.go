@@ -44,35 +44,35 @@ type SpawnParams struct {
 // answer to agent.spawn).
 type SessionStatus struct {
 	Name   string `json:"name"`
-	Status string `json:"status"` // starting, running, exiting, exited, failed, destroying, destroyed
+	Status Status `json:"status"`
 	// Allows lists what the status allows: ask, send, resize, wait, attach,
 	// stop, remove.
 	Allows []string `json:"allows"`
 	// Termination is how it ended: clean_exit, nonzero_exit, signal_exit,
 	// host_death, spawn_failure; empty while it runs.
-	Termination  string    `json:"termination,omitempty"`
-	ExitCode     *int      `json:"exit_code,omitempty"`
-	Signal       string    `json:"signal,omitempty"`
-	Reason       string    `json:"reason,omitempty"`
-	WorkerPID    int       `json:"worker_pid,omitempty"`
-	ProgramPID   int       `json:"program_pid,omitempty"`
-	Cols         int       `json:"cols"`
-	Rows         int       `json:"rows"`
-	Bytes        uint64    `json:"bytes"`  // output recorded
-	Events       uint64    `json:"events"` // event-log records
-	Asks         uint64    `json:"asks"`   // asks answered
-	Argv         []string  `json:"argv"`
-	Cwd          string    `json:"cwd"`
-	EnvKeys      []string  `json:"env_keys,omitempty"` // names only: values are not kept
-	CreatedAt    time.Time `json:"created_at"`
-	StartedAt    time.Time `json:"started_at,omitzero"`
-	EndedAt      time.Time `json:"ended_at,omitzero"`
-	LastActivity time.Time `json:"last_activity,omitzero"`
+	Termination  Termination `json:"termination,omitempty"`
+	ExitCode     *int        `json:"exit_code,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	WorkerPID    int         `json:"worker_pid,omitempty"`
+	ProgramPID   int         `json:"program_pid,omitempty"`
+	Cols         int         `json:"cols"`
+	Rows         int         `json:"rows"`
+	Bytes        uint64      `json:"bytes"`  // output recorded
+	Events       uint64      `json:"events"` // event-log records
+	Asks         uint64      `json:"asks"`   // asks answered
+	Argv         []string    `json:"argv"`
+	Cwd          string      `json:"cwd"`
+	EnvKeys      []string    `json:"env_keys,omitempty"` // names only: values are not kept
+	CreatedAt    time.Time   `json:"created_at"`
+	StartedAt    time.Time   `json:"started_at,omitzero"`
+	EndedAt      time.Time   `json:"ended_at,omitzero"`
+	LastActivity time.Time   `json:"last_activity,omitzero"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.
 type ListParams struct {
-	Status []string `json:"status,omitempty"`
+	Status []Status `json:"status,omitempty"`
 }
 
 // ListResult is agent.list's answer.
@@ -82,16 +82,16 @@ type ListResult struct {
 
 // SessionRow is one row of agent.list.
 type SessionRow struct {
-	Name         string    `json:"name"`
-	Status       string    `json:"status"`
-	PID          int       `json:"pid,omitempty"`
-	Command      []string  `json:"command"`
-	CreatedAt    time.Time `json:"created_at"`
-	AgeMS        int64     `json:"age_ms"`
-	LastActivity time.Time `json:"last_activity,omitzero"`
-	Termination  string    `json:"termination,omitempty"`
-	ExitCode     *int      `json:"exit_code,omitempty"`
-	Signal       string    `json:"signal,omitempty"`
+	Name         string      `json:"name"`
+	Status       Status      `json:"status"`
+	PID          int         `json:"pid,omitempty"`
+	Command      []string    `json:"command"`
+	CreatedAt    time.Time   `json:"created_at"`
+	AgeMS        int64       `json:"age_ms"`
+	LastActivity time.Time   `json:"last_activity,omitzero"`
+	Termination  Termination `json:"termination,omitempty"`
+	ExitCode     *int        `json:"exit_code,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
 }
 
 // NameParams name one session (agent.status, agent.snapshot).
@@ -109,13 +109,13 @@ type StopParams struct {
 
 // ExitResult says how a session's program ended.
 type ExitResult struct {
-	Name         string    `json:"name"`
-	Status       string    `json:"status"`
-	Termination  string    `json:"termination"`
-	ExitCode     *int      `json:"exit_code,omitempty"`
-	Signal       string    `json:"signal,omitempty"`
-	EndedAt      time.Time `json:"ended_at,omitzero"`
-	AlreadyEnded bool      `json:"already_ended"`
+	Name         string      `json:"name"`
+	Status       Status      `json:"status"`
+	Termination  Termination `json:"termination"`
+	ExitCode     *int        `json:"exit_code,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
+	EndedAt      time.Time   `json:"ended_at,omitzero"`
+	AlreadyEnded bool        `json:"already_ended"`
 }
 
 // RmParams remove an ended session and its files; Force stops a running one first.
@@ -157,15 +157,6 @@ type AskParams struct {
 	Via string `json:"via,omitempty"`
 }
 
-// Reasons an ask ended, in AskResult.Reason.
-const (
-	AskReasonPrompt  = "prompt"  // the program's prompt came back and it was quiet
-	AskReasonIdle    = "idle"    // quiet for the idle time (no prompt learned, or idle_ms given)
-	AskReasonMatched = "matched" // until matched the answer
-	AskReasonExited  = "exited"  // the program ended
-	AskReasonReply   = "reply"   // a reply came through the session's channel
-)
-
 // AskResult is an answered ask.
 type AskResult struct {
 	Name string `json:"name"`
@@ -177,14 +168,14 @@ type AskResult struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Truncated is true when the answer's start was cut (over 4 MiB of
 	// text); agent.logs has every byte.
-	Truncated bool     `json:"truncated,omitempty"`
-	Screen    []string `json:"screen"`
-	Reason    string   `json:"reason"` // one of the AskReason constants
-	ElapsedMS int64    `json:"elapsed_ms"`
-	FromSeq   uint64   `json:"from_seq"`
-	ToSeq     uint64   `json:"to_seq"`
-	Pasted    bool     `json:"pasted"`
-	Resent    bool     `json:"resent"`
+	Truncated bool      `json:"truncated,omitempty"`
+	Screen    []string  `json:"screen"`
+	Reason    AskReason `json:"reason"`
+	ElapsedMS int64     `json:"elapsed_ms"`
+	FromSeq   uint64    `json:"from_seq"`
+	ToSeq     uint64    `json:"to_seq"`
+	Pasted    bool      `json:"pasted"`
+	Resent    bool      `json:"resent"`
 }
 
 // TimeoutDetails are the details of a timeout error from agent.ask or
@@ -237,11 +228,11 @@ type WaitParams struct {
 
 // WaitResult is a wait whose condition held.
 type WaitResult struct {
-	Name      string   `json:"name"`
-	Reason    string   `json:"reason"` // matched, idle, exited
-	Screen    []string `json:"screen"`
-	ElapsedMS int64    `json:"elapsed_ms"`
-	Seq       uint64   `json:"seq"`
+	Name      string     `json:"name"`
+	Reason    WaitReason `json:"reason"`
+	Screen    []string   `json:"screen"`
+	ElapsedMS int64      `json:"elapsed_ms"`
+	Seq       uint64     `json:"seq"`
 }
 
 // ResizeParams change a session's terminal size.
@@ -275,18 +266,18 @@ type LogsResult struct {
 // signal, exit or marker. Data is the bytes of output or input as text
 // (invalid UTF-8 replaced); asks' text is never recorded here.
 type LogEvent struct {
-	Name        string    `json:"name,omitempty"` // set in notifications
-	Seq         uint64    `json:"seq"`
-	TS          time.Time `json:"ts"`
-	Type        string    `json:"type"`
-	Data        string    `json:"data,omitempty"`
-	Text        string    `json:"text,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	Cols        int       `json:"cols,omitempty"`
-	Rows        int       `json:"rows,omitempty"`
-	Signal      string    `json:"signal,omitempty"`
-	ExitCode    *int      `json:"exit_code,omitempty"`
-	Termination string    `json:"termination,omitempty"`
+	Name        string      `json:"name,omitempty"` // set in notifications
+	Seq         uint64      `json:"seq"`
+	TS          time.Time   `json:"ts"`
+	Type        string      `json:"type"`
+	Data        string      `json:"data,omitempty"`
+	Text        string      `json:"text,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
+	Cols        int         `json:"cols,omitempty"`
+	Rows        int         `json:"rows,omitempty"`
+	Signal      string      `json:"signal,omitempty"`
+	ExitCode    *int        `json:"exit_code,omitempty"`
+	Termination Termination `json:"termination,omitempty"`
 }
 
 // ReconcileResult is what agent.reconcile found and did.
@@ -298,11 +289,11 @@ type ReconcileResult struct {
 // ReconcileRow is one session's outcome: attached, marked_failed,
 // left_unknown or ended.
 type ReconcileRow struct {
-	Name   string `json:"name"`
-	Before string `json:"before"`
-	After  string `json:"after"`
-	Action string `json:"action"`
-	Detail string `json:"detail,omitempty"`
+	Name   string          `json:"name"`
+	Before string          `json:"before"`
+	After  string          `json:"after"`
+	Action ReconcileAction `json:"action"`
+	Detail string          `json:"detail,omitempty"`
 }
 
 // AttachParams switch the connection to a raw terminal stream on a

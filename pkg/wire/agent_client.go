@@ -2,9 +2,10 @@ package wire
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net"
-	"time"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // Spawn starts a session.
@@ -86,47 +87,19 @@ func (c *Client) Resize(ctx context.Context, p ResizeParams) error {
 // reads are the program's output (see "Raw streaming"). The caller closes
 // it to detach.
 func DialAttach(ctx context.Context, socket string, p AttachParams) (net.Conn, *AttachResult, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	conn, raw, err := rpc.DialUpgrade(ctx, socket, MethodAttach, p)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+		var de *rpc.DialError
+		if errors.As(err, &de) {
+			return nil, nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
 		}
-		return nil, nil, &UnreachableError{Socket: socket, Err: err}
+		return nil, nil, err
 	}
-	fail := func(err error) (net.Conn, *AttachResult, error) {
+	var r AttachResult
+	if err := decodeResult(raw, &r); err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
-	req, err := marshalRequest(1, MethodAttach, p)
-	if err != nil {
-		return fail(err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	} else {
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-	}
-	if err := WriteFrame(conn, req); err != nil {
-		return fail(err)
-	}
-	// Unbuffered: the bytes after this frame are the stream's.
-	body, err := ReadFrame(conn)
-	if err != nil {
-		return fail(fmt.Errorf("attach: %w", err))
-	}
-	in, err := DecodeIncoming(body)
-	if err != nil || in.Response == nil {
-		return fail(fmt.Errorf("attach: unexpected answer: %v", err))
-	}
-	if in.Response.Error != nil {
-		return fail(in.Response.Error)
-	}
-	var r AttachResult
-	if err := decodeResult(in.Response.Result, &r); err != nil {
-		return fail(err)
-	}
-	conn.SetDeadline(time.Time{})
 	return conn, &r, nil
 }
 

@@ -3,16 +3,14 @@ package wire
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // ErrClosed is returned by calls on a client whose connection has ended.
-var ErrClosed = errors.New("connection to agentd closed")
+var ErrClosed = rpc.ErrClosed
 
 // UnreachableError is a daemon that could not be reached at all: no socket,
 // or nobody listening. agentctl exits ExitUnreachable on it.
@@ -27,123 +25,48 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// ClientOptions tune a Client.
-type ClientOptions struct {
-	// OnNotification receives every notification, in arrival order, on the
-	// client's reading goroutine. It must not block for long and must not
-	// wait for a Call on the same client (its response could not be read);
-	// hand work to another goroutine instead. Nil drops notifications.
-	OnNotification func(Notification)
-}
+// ClientOptions tune a Client. OnNotification receives every notification,
+// in arrival order, on the client's reading goroutine. It must not block for
+// long and must not wait for a Call on the same client (its response could
+// not be read); hand work to another goroutine instead. Nil drops
+// notifications.
+type ClientOptions = rpc.ClientOptions
 
-// Client is a connection to agentd (or to a session worker: same framing).
-// Many calls may be in flight at once; responses are matched by id. A
-// Client is safe for concurrent use.
+// Client is a connection to agentd. Many calls may be in flight at once;
+// responses are matched by id. A Client is safe for concurrent use. The
+// connection itself (framing, ids, deadlines) is the engine in internal/rpc;
+// this type adds the typed methods of the contract.
 type Client struct {
-	conn   net.Conn
-	opts   ClientOptions
-	nextID atomic.Uint64
-
-	wmu  sync.Mutex // serialises frame writes
-	wbuf []byte
-
-	mu      sync.Mutex
-	pending map[uint64]chan *Response
-	err     error // why the connection ended; set once
-	done    chan struct{}
+	c *rpc.Client
 }
 
 // Dial connects to the socket at path. A missing socket or refused
 // connection is an *UnreachableError.
 func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
+	c, err := rpc.Dial(ctx, path, opts)
 	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			err = oe.Err
+		if de, ok := err.(*rpc.DialError); ok {
+			return nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
 		}
-		return nil, &UnreachableError{Socket: path, Err: err}
+		return nil, err
 	}
-	return NewClient(conn, opts), nil
+	return &Client{c: c}, nil
 }
 
 // NewClient runs the client protocol over an established connection and
 // takes ownership of it.
 func NewClient(conn net.Conn, opts ClientOptions) *Client {
-	c := &Client{conn: conn, opts: opts, pending: map[uint64]chan *Response{}, done: make(chan struct{})}
-	go c.readLoop()
-	return c
+	return &Client{c: rpc.NewClient(conn, opts)}
 }
 
 // Close ends the connection; calls in flight return ErrClosed.
-func (c *Client) Close() error {
-	err := c.conn.Close()
-	<-c.done
-	return err
-}
+func (c *Client) Close() error { return c.c.Close() }
 
 // Done is closed when the connection has ended; Err then says why.
-func (c *Client) Done() <-chan struct{} { return c.done }
+func (c *Client) Done() <-chan struct{} { return c.c.Done() }
 
 // Err returns why the connection ended, or nil while it is up.
-func (c *Client) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-func (c *Client) readLoop() {
-	fr := NewFrameReader(c.conn)
-	var err error
-	for {
-		var body []byte
-		body, err = fr.ReadFrame()
-		if err != nil {
-			break
-		}
-		in, derr := DecodeIncoming(body)
-		if derr != nil {
-			err = fmt.Errorf("agentd sent a message this client cannot read: %w", derr)
-			break
-		}
-		if n := in.Notification; n != nil {
-			if c.opts.OnNotification != nil {
-				c.opts.OnNotification(*n)
-			}
-			continue
-		}
-		c.mu.Lock()
-		ch := c.pending[in.Response.ID]
-		delete(c.pending, in.Response.ID)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- in.Response
-		} else if in.Response.ID == 0 && in.Response.Error != nil {
-			// The daemon could not read a frame of ours well enough to
-			// answer it; it closes the connection next.
-			err = in.Response.Error
-			break
-		}
-	}
-	c.conn.Close()
-	c.mu.Lock()
-	if errors.Is(err, net.ErrClosed) || err == nil {
-		err = ErrClosed
-	} else if !errors.As(err, new(*Error)) {
-		err = fmt.Errorf("%w: %v", ErrClosed, err)
-	}
-	c.err = err
-	for id, ch := range c.pending {
-		close(ch)
-		delete(c.pending, id)
-	}
-	c.mu.Unlock()
-	close(c.done)
-}
+func (c *Client) Err() error { return c.c.Err() }
 
 // Call sends method with params (marshalled to a JSON object; nil sends
 // none) and waits for the response, decoding its result into result when
@@ -151,117 +74,18 @@ func (c *Client) readLoop() {
 // errors.Is(err, ErrAgentNotFound) works. When ctx ends first, Call returns
 // ctx.Err() and the response, if it comes, is discarded.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	raw, err := c.CallRaw(ctx, method, params)
-	if err != nil {
-		return err
-	}
-	if result != nil {
-		if err := json.Unmarshal(raw, result); err != nil {
-			return fmt.Errorf("decode result of %s: %w", method, err)
-		}
-	}
-	return nil
+	return c.c.Call(ctx, method, params, result)
 }
 
 // CallRaw is Call returning the undecoded result.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := c.nextID.Add(1)
-	body, err := marshalRequest(id, method, params)
-	if err != nil {
-		return nil, err
-	}
-	ch := make(chan *Response, 1)
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	c.pending[id] = ch
-	c.mu.Unlock()
-
-	if err := c.send(ctx, method, body); err != nil {
-		c.forget(id)
-		return nil, err
-	}
-	select {
-	case resp, ok := <-ch:
-		if !ok {
-			return nil, c.Err()
-		}
-		if resp.Error != nil {
-			return nil, resp.Error
-		}
-		return resp.Result, nil
-	case <-ctx.Done():
-		c.forget(id)
-		return nil, ctx.Err()
-	}
-}
-
-func (c *Client) forget(id uint64) {
-	c.mu.Lock()
-	delete(c.pending, id)
-	c.mu.Unlock()
-}
-
-// marshalRequest encodes a request with params marshalled from p (nil for none).
-func marshalRequest(id uint64, method string, p any) ([]byte, error) {
-	var raw json.RawMessage
-	if p != nil {
-		b, err := json.Marshal(p)
-		if err != nil {
-			return nil, fmt.Errorf("encode params of %s: %w", method, err)
-		}
-		raw = b
-	}
-	return json.Marshal(Request{ID: id, Method: method, Params: raw})
+	return c.c.CallRaw(ctx, method, params)
 }
 
 // decodeResult decodes a result into v.
 func decodeResult(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decode result: %w", err)
-	}
-	return nil
-}
-
-// send writes one request. A daemon that stops reading blocks the write;
-// ctx ends the wait, and since a frame cut short leaves the stream unusable,
-// the connection is closed then.
-func (c *Client) send(ctx context.Context, method string, body []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	var err error
-	c.wbuf, err = AppendFrame(c.wbuf[:0], body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	var dmu sync.Mutex
-	writing := true
-	stop := context.AfterFunc(ctx, func() {
-		dmu.Lock()
-		defer dmu.Unlock()
-		if writing {
-			c.conn.SetWriteDeadline(time.Unix(1, 0))
-		}
-	})
-	_, werr := c.conn.Write(c.wbuf)
-	dmu.Lock()
-	writing = false
-	dmu.Unlock()
-	if !stop() {
-		c.conn.SetWriteDeadline(time.Time{})
-	}
-	if werr != nil {
-		c.conn.Close()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %v", ErrClosed, werr)
-	}
-	if cap(c.wbuf) > 1<<20 {
-		c.wbuf = nil // do not pin a large buffer after a large request
 	}
 	return nil
 }

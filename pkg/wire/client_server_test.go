@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // patience bounds every wait in these tests, so that a bug shows as a
@@ -37,7 +39,7 @@ func tempSocket(t *testing.T) string {
 
 // servedConn is what one connection's Serve returned.
 type servedConn struct {
-	sc  *ServerConn
+	sc  *rpc.ServerConn
 	err error
 }
 
@@ -47,9 +49,9 @@ type testServer struct {
 }
 
 // startServer listens on a fresh socket and serves every connection with a
-// ServerConn whose handler mk builds. Cleanup stops it and insists that every
+// rpc.ServerConn whose handler mk builds. Cleanup stops it and insists that every
 // Serve returns.
-func startServer(t *testing.T, opts ServeOptions, mk func(sc *ServerConn) Handler) *testServer {
+func startServer(t *testing.T, opts rpc.ServeOptions, mk func(sc *rpc.ServerConn) rpc.Handler) *testServer {
 	t.Helper()
 	path := tempSocket(t)
 	l, err := net.Listen("unix", path)
@@ -67,7 +69,7 @@ func startServer(t *testing.T, opts ServeOptions, mk func(sc *ServerConn) Handle
 			if err != nil {
 				return
 			}
-			sc := NewServerConn(c, opts)
+			sc := rpc.NewServerConn(c, opts)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -91,9 +93,9 @@ func startServer(t *testing.T, opts ServeOptions, mk func(sc *ServerConn) Handle
 }
 
 // routes is a method table for test handlers.
-type routes map[string]Handler
+type routes map[string]rpc.Handler
 
-func (r routes) handler() Handler {
+func (r routes) handler() rpc.Handler {
 	return func(ctx context.Context, req *Request) (any, error) {
 		if h, ok := r[req.Method]; ok {
 			return h(ctx, req)
@@ -102,9 +104,9 @@ func (r routes) handler() Handler {
 	}
 }
 
-func (r routes) static() func(*ServerConn) Handler {
+func (r routes) static() func(*rpc.ServerConn) rpc.Handler {
 	h := r.handler()
-	return func(*ServerConn) Handler { return h }
+	return func(*rpc.ServerConn) rpc.Handler { return h }
 }
 
 func ping(context.Context, *Request) (any, error) { return "pong", nil }
@@ -160,26 +162,26 @@ func callPing(t *testing.T, c *Client) {
 
 func sendRaw(t *testing.T, w io.Writer, body string) {
 	t.Helper()
-	if err := WriteFrame(w, []byte(body)); err != nil {
-		t.Fatalf("WriteFrame(%q): %v", body, err)
+	if err := rpc.WriteFrame(w, []byte(body)); err != nil {
+		t.Fatalf("rpc.WriteFrame(%q): %v", body, err)
 	}
 }
 
-func recvRaw(t *testing.T, fr *FrameReader) Incoming {
+func recvRaw(t *testing.T, fr *rpc.FrameReader) rpc.Incoming {
 	t.Helper()
 	body, err := fr.ReadFrame()
 	if err != nil {
 		t.Fatalf("reading the server's frame: %v", err)
 	}
-	in, err := DecodeIncoming(body)
+	in, err := rpc.DecodeIncoming(body)
 	if err != nil {
-		t.Fatalf("DecodeIncoming(%s): %v", body, err)
+		t.Fatalf("rpc.DecodeIncoming(%s): %v", body, err)
 	}
 	return in
 }
 
 // wantErrorResponse checks that in is an error response with id and code.
-func wantErrorResponse(t *testing.T, sent string, in Incoming, id uint64, code Code, msg string) {
+func wantErrorResponse(t *testing.T, sent string, in rpc.Incoming, id uint64, code Code, msg string) {
 	t.Helper()
 	if in.Response == nil || in.Response.Error == nil {
 		t.Fatalf("after sending %q: got %s, want an error response %s", sent, describeIncoming(in), code)
@@ -192,7 +194,7 @@ func wantErrorResponse(t *testing.T, sent string, in Incoming, id uint64, code C
 
 func TestClientServerConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	const n = 200 // under DefaultMaxInFlight, so all are in flight at once
+	const n = 200 // under rpc.DefaultMaxInFlight, so all are in flight at once
 	arrived := make(chan int, n)
 	gates := make([]chan struct{}, n)
 	for i := range gates {
@@ -200,7 +202,7 @@ func TestClientServerConcurrentCalls(t *testing.T) {
 	}
 	var mu sync.Mutex
 	seenIDs := map[uint64]int{}
-	ts := startServer(t, ServeOptions{}, routes{
+	ts := startServer(t, rpc.ServeOptions{}, routes{
 		"test.echo": func(ctx context.Context, req *Request) (any, error) {
 			var p struct{ N int }
 			if err := json.Unmarshal(req.Params, &p); err != nil || p.N < 0 || p.N >= n {
@@ -264,7 +266,7 @@ func TestClientServerConcurrentCalls(t *testing.T) {
 func TestClientNotificationsInOrder(t *testing.T) {
 	t.Parallel()
 	const n = 1000
-	ts := startServer(t, ServeOptions{}, func(sc *ServerConn) Handler {
+	ts := startServer(t, rpc.ServeOptions{}, func(sc *rpc.ServerConn) rpc.Handler {
 		return routes{
 			"test.stream": func(ctx context.Context, req *Request) (any, error) {
 				for i := range n {
@@ -312,7 +314,7 @@ func TestClientCallCancel(t *testing.T) {
 	t.Parallel()
 	started := make(chan uint64, 2)
 	cancelled := make(chan error, 2)
-	ts := startServer(t, ServeOptions{}, routes{
+	ts := startServer(t, rpc.ServeOptions{}, routes{
 		"test.ping": ping,
 		"test.block": func(ctx context.Context, req *Request) (any, error) {
 			started <- req.ID
@@ -375,7 +377,7 @@ func TestServeStopsWhenContextEnds(t *testing.T) {
 	handlerErr := make(chan error, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	sc := NewServerConn(srv, ServeOptions{})
+	sc := rpc.NewServerConn(srv, rpc.ServeOptions{})
 	served := make(chan error, 1)
 	go func() {
 		served <- sc.Serve(ctx, func(ctx context.Context, req *Request) (any, error) {
@@ -396,7 +398,7 @@ func TestServeStopsWhenContextEnds(t *testing.T) {
 	}
 	// Serve closed the connection.
 	cli.SetReadDeadline(time.Now().Add(patience))
-	fr := NewFrameReader(cli)
+	fr := rpc.NewFrameReader(cli)
 	for {
 		_, err := fr.ReadFrame()
 		if err == io.EOF {
@@ -462,7 +464,7 @@ func TestServeStopsWhenContextEndsBetweenFrames(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var once sync.Once
-	sc := NewServerConn(dc, ServeOptions{
+	sc := rpc.NewServerConn(dc, rpc.ServeOptions{
 		OnRequestDone: func(_ *Request, _ time.Duration, e *Error) {
 			if e != nil && e.Code == CodeMalformedFrame {
 				once.Do(func() {
@@ -476,7 +478,7 @@ func TestServeStopsWhenContextEndsBetweenFrames(t *testing.T) {
 	go func() { served <- sc.Serve(ctx, routes{"test.ping": ping}.handler()) }()
 	sendRaw(t, cli, `not json`)
 	cli.SetReadDeadline(time.Now().Add(patience))
-	wantErrorResponse(t, "not json", recvRaw(t, NewFrameReader(cli)), 0, CodeMalformedFrame, "JSON")
+	wantErrorResponse(t, "not json", recvRaw(t, rpc.NewFrameReader(cli)), 0, CodeMalformedFrame, "JSON")
 	select {
 	case err := <-served:
 		if err != nil {
@@ -499,7 +501,7 @@ func TestServerHandlerPanic(t *testing.T) {
 	}
 	panics := make(chan panicReport, 1)
 	done := make(chan *Error, 10)
-	ts := startServer(t, ServeOptions{
+	ts := startServer(t, rpc.ServeOptions{
 		OnPanic: func(req *Request, v any, stack []byte) { panics <- panicReport{req.Method, v, stack} },
 		OnRequestDone: func(req *Request, _ time.Duration, e *Error) {
 			if req.Method == "test.panic" {
@@ -533,8 +535,8 @@ func TestServerHandlerPanic(t *testing.T) {
 func TestServerErrorResults(t *testing.T) {
 	t.Parallel()
 	errNoSession := errors.New("no such session")
-	ts := startServer(t, ServeOptions{
-		ToWireError: func(err error) *Error {
+	ts := startServer(t, rpc.ServeOptions{
+		ToError: func(err error) *Error {
 			if errors.Is(err, errNoSession) {
 				return Errorf(CodeAgentNotFound, "session does not exist; `agentctl list` shows the sessions")
 			}
@@ -585,8 +587,8 @@ func TestServerErrorResults(t *testing.T) {
 		if !errors.Is(err, sentinels[tt.wantCode]) {
 			t.Errorf("CallRaw(%s): errors.Is(err, sentinel %s) = false, want true", tt.method, tt.wantCode)
 		}
-		if werr != nil && werr.Retryable != tt.wantCode.Info().Retryable {
-			t.Errorf("CallRaw(%s): retryable %v, want %v", tt.method, werr.Retryable, tt.wantCode.Info().Retryable)
+		if werr != nil && werr.Retryable != InfoOf(tt.wantCode).Retryable {
+			t.Errorf("CallRaw(%s): retryable %v, want %v", tt.method, werr.Retryable, InfoOf(tt.wantCode).Retryable)
 		}
 	}
 	// After all that, including an oversized answer, the connection serves.
@@ -595,7 +597,7 @@ func TestServerErrorResults(t *testing.T) {
 
 func TestClientParams(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, ServeOptions{}, routes{
+	ts := startServer(t, rpc.ServeOptions{}, routes{
 		"test.ping": ping,
 		"test.echo": func(_ context.Context, req *Request) (any, error) { return req.Params, nil },
 	}.static())
@@ -616,8 +618,8 @@ func TestClientParams(t *testing.T) {
 	// Params over the cap are refused by the client, and the connection
 	// survives: nothing was written.
 	huge := strings.Repeat("a", MaxFrameSize)
-	if err := c.Call(testCtx(t), "test.echo", map[string]string{"text": huge}, nil); !errors.Is(err, ErrFrameTooLarge) {
-		t.Errorf("Call(test.echo, %d-byte params): got %v, want ErrFrameTooLarge", len(huge), err)
+	if err := c.Call(testCtx(t), "test.echo", map[string]string{"text": huge}, nil); !errors.Is(err, rpc.ErrFrameTooLarge) {
+		t.Errorf("Call(test.echo, %d-byte params): got %v, want rpc.ErrFrameTooLarge", len(huge), err)
 	}
 	callPing(t, c)
 	// A result that does not fit the caller's type.
@@ -629,7 +631,7 @@ func TestClientParams(t *testing.T) {
 
 func TestClientHello(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, ServeOptions{}, routes{
+	ts := startServer(t, rpc.ServeOptions{}, routes{
 		MethodHello: func(_ context.Context, req *Request) (any, error) {
 			var p HelloParams
 			if err := json.Unmarshal(req.Params, &p); err != nil {
@@ -654,9 +656,9 @@ func TestClientHello(t *testing.T) {
 
 func TestServerRawFrames(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, ServeOptions{}, routes{"test.ping": ping}.static())
+	ts := startServer(t, rpc.ServeOptions{}, routes{"test.ping": ping}.static())
 	conn := rawDial(t, ts.path)
-	fr := NewFrameReader(conn)
+	fr := rpc.NewFrameReader(conn)
 	// Each of these is answered and the connection goes on.
 	steps := []struct {
 		send   string
@@ -698,20 +700,20 @@ func TestServerBrokenFrames(t *testing.T) {
 		msg     string
 		wantErr error
 	}{
-		{"zero length", header(0), "zero", ErrEmptyFrame},
-		{"zero length after garbage", cat(header(3), []byte("abc"), header(0)), "zero", ErrEmptyFrame},
-		{"cap+1", header(MaxFrameSize + 1), "16777217", ErrFrameTooLarge},
-		{"0xFFFFFFFF", cat(header(0xFFFFFFFF), []byte(`{"id":1}`)), "4294967295", ErrFrameTooLarge},
+		{"zero length", header(0), "zero", rpc.ErrEmptyFrame},
+		{"zero length after garbage", cat(header(3), []byte("abc"), header(0)), "zero", rpc.ErrEmptyFrame},
+		{"cap+1", header(MaxFrameSize + 1), "16777217", rpc.ErrFrameTooLarge},
+		{"0xFFFFFFFF", cat(header(0xFFFFFFFF), []byte(`{"id":1}`)), "4294967295", rpc.ErrFrameTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ts := startServer(t, ServeOptions{}, routes{"test.ping": ping}.static())
+			ts := startServer(t, rpc.ServeOptions{}, routes{"test.ping": ping}.static())
 			conn := rawDial(t, ts.path)
 			if _, err := conn.Write(tt.send); err != nil {
 				t.Fatal(err)
 			}
-			fr := NewFrameReader(conn)
+			fr := rpc.NewFrameReader(conn)
 			if bytes.HasPrefix(tt.send, header(3)) {
 				// "abc" is answered first, and the connection goes on.
 				wantErrorResponse(t, "abc", recvRaw(t, fr), 0, CodeMalformedFrame, "not a JSON object")
@@ -734,7 +736,7 @@ func TestServerBrokenFrames(t *testing.T) {
 func TestServerReadTimeout(t *testing.T) {
 	t.Parallel()
 	const readTimeout = 200 * time.Millisecond
-	ts := startServer(t, ServeOptions{ReadTimeout: readTimeout}, routes{"test.ping": ping}.static())
+	ts := startServer(t, rpc.ServeOptions{ReadTimeout: readTimeout}, routes{"test.ping": ping}.static())
 	idle := dial(t, ts.path, ClientOptions{}) // connected, then idle for longer than the timeout
 	callPing(t, idle)
 
@@ -756,7 +758,7 @@ func TestServerReadTimeout(t *testing.T) {
 	}
 
 	for name, conn := range map[string]net.Conn{"body": stalledBody, "header": stalledHeader} {
-		fr := NewFrameReader(conn)
+		fr := rpc.NewFrameReader(conn)
 		in := recvRaw(t, fr)
 		took := time.Since(start)
 		wantErrorResponse(t, "a partial frame ("+name+")", in, 0, CodeMalformedFrame, readTimeout.String())
@@ -784,7 +786,7 @@ func TestServerMaxInFlight(t *testing.T) {
 	const limit, calls = 2, 20
 	var inFlight, peak atomic.Int32
 	proceed := make(chan struct{})
-	ts := startServer(t, ServeOptions{MaxInFlight: limit}, routes{
+	ts := startServer(t, rpc.ServeOptions{MaxInFlight: limit}, routes{
 		"test.work": func(ctx context.Context, _ *Request) (any, error) {
 			n := inFlight.Add(1)
 			for {
@@ -826,7 +828,7 @@ func TestServerMaxInFlight(t *testing.T) {
 func TestClientPeerHangsUp(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	ts := startServer(t, ServeOptions{}, func(sc *ServerConn) Handler {
+	ts := startServer(t, rpc.ServeOptions{}, func(sc *rpc.ServerConn) rpc.Handler {
 		return routes{
 			"test.hangup": func(ctx context.Context, _ *Request) (any, error) {
 				started <- struct{}{}
@@ -869,16 +871,16 @@ func fakeDaemon(t *testing.T, answer func(req *Request) []string) string {
 		}
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(patience))
-		body, err := ReadFrame(conn)
+		body, err := rpc.ReadFrame(conn)
 		if err != nil {
 			return
 		}
-		req, err := DecodeRequest(body)
+		req, err := rpc.DecodeRequest(body)
 		if err != nil {
 			return
 		}
 		for _, b := range answer(req) {
-			if WriteFrame(conn, []byte(b)) != nil {
+			if rpc.WriteFrame(conn, []byte(b)) != nil {
 				return
 			}
 		}

@@ -1,9 +1,17 @@
-// Package wire implements agentd's protocol: frames, messages, error codes,
-// the exit-code table, method names with their parameter and result types,
-// and a client. It is the whole contract a program needs to talk to agentd;
-// a local service written in Go imports this package and nothing else.
-// It knows nothing about sessions or the screen, and must not import the
-// daemon side (pkg/daemon, pkg/session, pkg/capture).
+// Package wire is agentd's contract: the envelopes, the error codes and the
+// exit-code table (Codes), the method names (one list, Methods) with their
+// parameter and result types, every status, reason and outcome a client
+// compares against as typed constants, and a thin typed client. A local
+// service written in Go imports this package and nothing else. It knows
+// nothing about sessions or the screen, and must not import the daemon side
+// (pkg/daemon, pkg/session, pkg/capture).
+//
+// The connection engine (reading and writing frames, matching responses to
+// calls, in-flight bounds, deadlines, the raw upgrade) is internal/rpc,
+// shared with the daemon and the session workers; the envelope types here
+// are its types under the contract's names. Adding a method touches three
+// places: its name in Methods and its types here, its route in pkg/daemon
+// (a test fails when the two lists differ), and the domain method it calls.
 //
 // # Frames
 //

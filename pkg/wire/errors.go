@@ -1,15 +1,17 @@
 package wire
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // Code is a stable, snake_case error code carried in an error response.
 // Codes are a public contract: scripts match on them and agentctl turns them
-// into exit codes through Codes.
-type Code string
+// into exit codes through Codes. The type is the engine's (internal/rpc),
+// which raises internal, malformed_frame and invalid_params itself; the
+// table of what each code means is here.
+type Code = rpc.Code
 
 // The error codes. Their meanings, retryability and exit codes are in Codes.
 const (
@@ -75,9 +77,9 @@ var Codes = []CodeInfo{
 	{CodeScreenUnavailable, 24, true, "no X display, or it went away"},
 }
 
-// Info returns the table row for c; an unknown code is treated as internal,
-// so a newer daemon's codes still map to a failing exit status.
-func (c Code) Info() CodeInfo {
+// InfoOf returns the table row for c; an unknown code is treated as
+// internal, so a newer daemon's codes still map to a failing exit status.
+func InfoOf(c Code) CodeInfo {
 	for _, ci := range Codes {
 		if ci.Code == c {
 			return ci
@@ -86,8 +88,8 @@ func (c Code) Info() CodeInfo {
 	return CodeInfo{Code: c, Exit: 1, Meaning: "unknown error code"}
 }
 
-// Known reports whether c is in the table.
-func (c Code) Known() bool {
+// KnownCode reports whether c is in the table.
+func KnownCode(c Code) bool {
 	for _, ci := range Codes {
 		if ci.Code == c {
 			return true
@@ -98,43 +100,12 @@ func (c Code) Known() bool {
 
 // Error is the error object of a response. It is also a Go error: on the
 // client side errors.Is(err, wire.ErrAgentNotFound) matches by code.
-type Error struct {
-	Code      Code            `json:"code"`
-	Message   string          `json:"message"`
-	Retryable bool            `json:"retryable"`
-	Details   json.RawMessage `json:"details,omitempty"`
-}
+type Error = rpc.Error
 
 // Errorf returns an *Error with code c, a message for people, and the
 // retryability from the table.
 func Errorf(c Code, format string, args ...any) *Error {
-	return &Error{Code: c, Message: fmt.Sprintf(format, args...), Retryable: c.Info().Retryable}
-}
-
-// WithDetails returns a copy of e carrying v, marshalled, as details. A value
-// that cannot be marshalled is dropped rather than losing the error.
-func (e *Error) WithDetails(v any) *Error {
-	c := *e
-	if b, err := json.Marshal(v); err == nil {
-		c.Details = b
-	}
-	return &c
-}
-
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return string(e.Code)
-	}
-	return e.Message
-}
-
-// Is matches another *Error by code, so the sentinels below work with errors.Is.
-func (e *Error) Is(target error) bool {
-	var t *Error
-	if !errors.As(target, &t) {
-		return false
-	}
-	return t.Code == e.Code
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...), Retryable: InfoOf(c).Retryable}
 }
 
 // Sentinels for errors.Is on the client side; they carry only a code.

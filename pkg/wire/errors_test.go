@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // designCodes is the error-code table of design.md ("The wire"), copied here
@@ -83,13 +85,13 @@ func TestCodesTable(t *testing.T) {
 		t.Errorf("Codes has %d rows, design.md's table has %d", len(Codes), len(designCodes))
 	}
 	for i, want := range designCodes {
-		if !want.code.Known() {
+		if !KnownCode(want.code) {
 			t.Errorf("code %q from design.md: Known() = false, want true", want.code)
 			continue
 		}
-		got := want.code.Info()
+		got := InfoOf(want.code)
 		if got.Code != want.code || got.Exit != want.exit || got.Retryable != want.retryable {
-			t.Errorf("%q.Info() = {Code: %q, Exit: %d, Retryable: %v}, want {Code: %q, Exit: %d, Retryable: %v}",
+			t.Errorf("InfoOf(%q) = {Code: %q, Exit: %d, Retryable: %v}, want {Code: %q, Exit: %d, Retryable: %v}",
 				want.code, got.Code, got.Exit, got.Retryable, want.code, want.exit, want.retryable)
 		}
 		// Codes is in the order it is documented.
@@ -100,7 +102,7 @@ func TestCodesTable(t *testing.T) {
 			t.Errorf("code %q has no sentinel in this test's list", want.code)
 		}
 	}
-	if got := Code("shutting_down").Info().Retryable; !got {
+	if got := InfoOf(Code("shutting_down")).Retryable; !got {
 		t.Errorf("shutting_down retryable = false, want true (design.md: \"the daemon is stopping; retryable\")")
 	}
 	if ExitOK != 0 || ExitUsage != 2 || ExitUnreachable != 69 {
@@ -137,11 +139,11 @@ func TestCodeConstants(t *testing.T) {
 func TestUnknownCode(t *testing.T) {
 	t.Parallel()
 	c := Code("from_the_future")
-	if c.Known() {
-		t.Errorf("%q.Known() = true, want false", c)
+	if KnownCode(c) {
+		t.Errorf("KnownCode(%q) = true, want false", c)
 	}
-	if got := c.Info(); got.Exit != 1 || got.Retryable || got.Code != c {
-		t.Errorf("%q.Info() = %+v, want exit 1 (a failure), not retryable, the code kept", c, got)
+	if got := InfoOf(c); got.Exit != 1 || got.Retryable || got.Code != c {
+		t.Errorf("InfoOf(%q) = %+v, want exit 1 (a failure), not retryable, the code kept", c, got)
 	}
 }
 
@@ -149,9 +151,9 @@ func TestUnknownCode(t *testing.T) {
 func decodeError(t *testing.T, code Code) *Error {
 	t.Helper()
 	body := fmt.Sprintf(`{"id":9,"error":{"code":%q,"message":"something about %s","retryable":false}}`, code, code)
-	in, err := DecodeIncoming([]byte(body))
+	in, err := rpc.DecodeIncoming([]byte(body))
 	if err != nil || in.Response == nil || in.Response.Error == nil {
-		t.Fatalf("DecodeIncoming(%s) = %+v, %v; want an error response", body, in, err)
+		t.Fatalf("rpc.DecodeIncoming(%s) = %+v, %v; want an error response", body, in, err)
 	}
 	return in.Response.Error
 }
@@ -225,5 +227,16 @@ func TestWithDetails(t *testing.T) {
 	b, err := json.Marshal(got)
 	if err != nil || string(b) != `{"code":"timeout","message":"no answer within 30s","retryable":true,"details":{"seen":"partial","waited_ms":30000}}` {
 		t.Errorf("json.Marshal(%+v) = %s, %v", *got, b, err)
+	}
+}
+
+// TestEngineCodesAreTheTables keeps the codes the engine raises by itself
+// (internal/rpc) spelled as this table spells them, and not retryable, as
+// the engine sends them.
+func TestEngineCodesAreTheTables(t *testing.T) {
+	for _, c := range []Code{rpc.CodeInternal, rpc.CodeMalformedFrame, rpc.CodeInvalidParams} {
+		if !KnownCode(c) || InfoOf(c).Retryable {
+			t.Errorf("engine code %q: known %v, retryable %v; want known and not retryable", c, KnownCode(c), InfoOf(c).Retryable)
+		}
 	}
 }

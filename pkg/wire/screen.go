@@ -108,7 +108,7 @@ type ActParams struct {
 // details are an ActResult too: how many actions ran and why it stopped.
 type ActResult struct {
 	ActionsRun  int               `json:"actions_run"`
-	Outcome     string            `json:"outcome"` // ok, refused, invalid, lock_timeout, busy, unavailable, timeout, canceled, error
+	Outcome     ActOutcome        `json:"outcome"`
 	Observation *ScreenshotResult `json:"observation,omitempty"`
 	BudgetMS    int64             `json:"budget_ms"`
 	DurationMS  float64           `json:"duration_ms"`

@@ -1,6 +1,6 @@
 //go:build !race
 
-package wire
+package rpc
 
 // raceEnabled reports whether the race detector is on: it disables some
 // compiler optimisations, so allocation bounds are looser under it.

@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"bytes"

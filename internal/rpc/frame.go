@@ -1,4 +1,4 @@
-package wire
+package rpc
 
 import (
 	"bufio"
@@ -155,6 +155,18 @@ func WriteFrame(w io.Writer, body []byte) error {
 	}
 	_, err = w.Write(buf)
 	return err
+}
+
+// buffered reports whether a whole frame (header and body) is already in
+// the reader's buffer, so reading it cannot block. The server then needs no
+// read deadline for it.
+func (fr *FrameReader) buffered() bool {
+	br, ok := fr.r.(*bufio.Reader)
+	if !ok || br.Buffered() < HeaderSize {
+		return false
+	}
+	hdr, _ := br.Peek(HeaderSize)
+	return uint64(binary.LittleEndian.Uint32(hdr)) <= uint64(br.Buffered()-HeaderSize)
 }
 
 // waitStart blocks until the first byte of the next frame is available (or

@@ -1,0 +1,313 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed is returned by calls on a client whose connection has ended.
+var ErrClosed = errors.New("connection closed")
+
+// DialError is a socket that could not be connected to at all: no socket,
+// or nobody listening. It names no program: the protocol on top (pkg/wire
+// for agentd, pkg/session for its workers) says what the user should do.
+type DialError struct {
+	Socket string
+	Err    error
+}
+
+func (e *DialError) Error() string {
+	return fmt.Sprintf("cannot connect to %s: %v", e.Socket, e.Err)
+}
+
+func (e *DialError) Unwrap() error { return e.Err }
+
+// ClientOptions tune a Client.
+type ClientOptions struct {
+	// OnNotification receives every notification, in arrival order, on the
+	// client's reading goroutine. It must not block for long and must not
+	// wait for a Call on the same client (its response could not be read);
+	// hand work to another goroutine instead. Nil drops notifications.
+	OnNotification func(Notification)
+}
+
+// Client is the calling end of a connection: to agentd (pkg/wire wraps it)
+// or to a session worker (pkg/session).
+// Many calls may be in flight at once; responses are matched by id. A
+// Client is safe for concurrent use.
+type Client struct {
+	conn   net.Conn
+	opts   ClientOptions
+	nextID atomic.Uint64
+
+	wmu  sync.Mutex // serialises frame writes
+	wbuf []byte
+
+	mu      sync.Mutex
+	pending map[uint64]chan *Response
+	err     error // why the connection ended; set once
+	done    chan struct{}
+}
+
+// Dial connects to the socket at path. A missing socket or refused
+// connection is a *DialError.
+func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, &DialError{Socket: path, Err: err}
+	}
+	return NewClient(conn, opts), nil
+}
+
+// NewClient runs the client protocol over an established connection and
+// takes ownership of it.
+func NewClient(conn net.Conn, opts ClientOptions) *Client {
+	c := &Client{conn: conn, opts: opts, pending: map[uint64]chan *Response{}, done: make(chan struct{})}
+	go c.readLoop()
+	return c
+}
+
+// Close ends the connection; calls in flight return ErrClosed.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	<-c.done
+	return err
+}
+
+// Done is closed when the connection has ended; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended, or nil while it is up.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Client) readLoop() {
+	fr := NewFrameReader(c.conn)
+	var err error
+	for {
+		var body []byte
+		body, err = fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		in, derr := DecodeIncoming(body)
+		if derr != nil {
+			err = fmt.Errorf("the peer sent a message this client cannot read: %w", derr)
+			break
+		}
+		if n := in.Notification; n != nil {
+			if c.opts.OnNotification != nil {
+				c.opts.OnNotification(*n)
+			}
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[in.Response.ID]
+		delete(c.pending, in.Response.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- in.Response
+		} else if in.Response.ID == 0 && in.Response.Error != nil {
+			// The daemon could not read a frame of ours well enough to
+			// answer it; it closes the connection next.
+			err = in.Response.Error
+			break
+		}
+	}
+	c.conn.Close()
+	c.mu.Lock()
+	if errors.Is(err, net.ErrClosed) || err == nil {
+		err = ErrClosed
+	} else if !errors.As(err, new(*Error)) {
+		err = fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	c.err = err
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// Call sends method with params (marshalled to a JSON object; nil sends
+// none) and waits for the response, decoding its result into result when
+// result is non-nil. An error response is returned as *Error, so
+// errors.Is(err, wire.ErrAgentNotFound) works. When ctx ends first, Call returns
+// ctx.Err() and the response, if it comes, is discarded.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	raw, err := c.CallRaw(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("decode result of %s: %w", method, err)
+		}
+	}
+	return nil
+}
+
+// CallRaw is Call returning the undecoded result.
+func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	body, err := marshalRequest(id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *Response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.send(ctx, method, body); err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, c.Err()
+		}
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// marshalRequest encodes a request with params marshalled from p (nil for none).
+func marshalRequest(id uint64, method string, p any) ([]byte, error) {
+	var raw json.RawMessage
+	if p != nil {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode params of %s: %w", method, err)
+		}
+		raw = b
+	}
+	return json.Marshal(Request{ID: id, Method: method, Params: raw})
+}
+
+// send writes one request. A daemon that stops reading blocks the write;
+// ctx ends the wait, and since a frame cut short leaves the stream unusable,
+// the connection is closed then.
+func (c *Client) send(ctx context.Context, method string, body []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var err error
+	c.wbuf, err = AppendFrame(c.wbuf[:0], body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	var dmu sync.Mutex
+	writing := true
+	stop := context.AfterFunc(ctx, func() {
+		dmu.Lock()
+		defer dmu.Unlock()
+		if writing {
+			c.conn.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	_, werr := c.conn.Write(c.wbuf)
+	dmu.Lock()
+	writing = false
+	dmu.Unlock()
+	if !stop() {
+		c.conn.SetWriteDeadline(time.Time{})
+	}
+	if werr != nil {
+		c.conn.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %v", ErrClosed, werr)
+	}
+	if cap(c.wbuf) > 1<<20 {
+		c.wbuf = nil // do not pin a large buffer after a large request
+	}
+	return nil
+}
+
+// DialUpgrade opens a new connection to socket, sends method with params as
+// the only request on it and, when the answer is a success, returns the
+// connection as a raw stream together with the undecoded result (see
+// Upgrade for the server's side). An error answer is returned as *Error and
+// the connection is closed. A missing socket or refused connection is a
+// *DialError. ctx bounds the exchange, 30 s without a deadline; the stream
+// itself has none.
+func DialUpgrade(ctx context.Context, socket, method string, params any) (net.Conn, json.RawMessage, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, &DialError{Socket: socket, Err: err}
+	}
+	fail := func(err error) (net.Conn, json.RawMessage, error) {
+		conn.Close()
+		return nil, nil, err
+	}
+	req, err := marshalRequest(1, method, params)
+	if err != nil {
+		return fail(err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	} else {
+		conn.SetDeadline(time.Now().Add(upgradeTimeout))
+	}
+	if err := WriteFrame(conn, req); err != nil {
+		return fail(err)
+	}
+	// Unbuffered: the bytes after this frame are the stream's.
+	body, err := ReadFrame(conn)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", method, err))
+	}
+	in, err := DecodeIncoming(body)
+	if err != nil || in.Response == nil {
+		return fail(fmt.Errorf("%s: unexpected answer: %v", method, err))
+	}
+	if in.Response.Error != nil {
+		return fail(in.Response.Error)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, in.Response.Result, nil
+}
+
+// upgradeTimeout bounds DialUpgrade's exchange when ctx has no deadline:
+// the answer to an upgrade is quick or the peer is stuck.
+const upgradeTimeout = 30 * time.Second

@@ -1,0 +1,43 @@
+// Package channel owns agentd's channels: the registry of channels local
+// services register, their bounded delivery queues, acknowledgements, and
+// asks routed to a session's channel instead of its terminal. The daemon
+// serves it like sessions and the screen: its handlers decode the wire
+// parameters, call a Registry method and turn the errors, sentinels of this
+// package, into wire codes (pkg/daemon's toWireError).
+//
+// A channel belongs to the Listener (a daemon connection) that registered
+// it and ends with it. Each channel has a bounded FIFO of messages waiting
+// to be written and, only while that queue is not empty, one writer
+// goroutine: it writes the messages in seq order with Listener.Notify, so a
+// listener sees them in the order they were pushed, each once. A push waits
+// until its message is written (or acknowledged, with ack) and answers
+// delivered accordingly; a full queue answers busy; a channel that ends
+// fails every message still queued with delivered false. Nothing is
+// retried, so nothing is delivered twice, and nothing is dropped without its
+// push saying so.
+//
+// It imports pkg/wire for the payloads only: the parameters and results it
+// is handed and answers, and the channel.message notifications it writes,
+// are the contract's types, since writing them is its whole job. It does not
+// use wire's error codes, and must not import pkg/daemon, pkg/session or
+// pkg/capture (asks are recorded in a session's log through a function the
+// daemon passes).
+//
+// Decisions:
+//   - Channel ids (and cc_session_ids) are 1-128 characters of
+//     [A-Za-z0-9._:-]; a generated id is "ch-" and 16 hex digits.
+//   - An id, a session or a cc_session_id held by a live channel is refused
+//     busy (retryable: it is free again once that connection ends).
+//   - One listener holds at most MaxPerListener channels, the daemon at
+//     most MaxChannels; beyond, register is busy.
+//   - Unregistering or acknowledging another listener's channel is
+//     denied (permission_denied).
+//   - channel.ack is cumulative: it acknowledges seq and every earlier
+//     message.
+//   - A reply to an ask that is not waiting (unknown, answered, timed out)
+//     is invalid: the ask_id is wrong, no channel is missing.
+//   - agent.ask through a channel: when the ask message cannot be written
+//     (the listener went away) and via is auto, the ask falls back to the
+//     terminal; when the channel ends before the reply, the ask fails with
+//     ErrUnknown.
+package channel

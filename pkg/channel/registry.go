@@ -1,0 +1,521 @@
+package channel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// Limits and defaults.
+const (
+	// DefaultQueue bounds the messages waiting to be written to one
+	// listener; past it pushes are busy. With wire.MaxChannelMessage it
+	// bounds a channel's memory. Config can change it (SetQueueCap).
+	DefaultQueue = 1024
+	// DefaultQueueBytes bounds the bytes waiting for one listener, so a
+	// queue of large messages is busy before it is long.
+	DefaultQueueBytes = 8 << 20
+	// MaxPerListener bounds the channels one connection may hold, so one
+	// client cannot take the daemon-wide allowance.
+	MaxPerListener = 256
+	// MaxChannels bounds the channels of the whole daemon, and with it the
+	// memory they hold when idle.
+	MaxChannels = 4096
+	// MaxPendingAsks bounds the asks waiting for a reply.
+	MaxPendingAsks = 4096
+	// DefaultPushAckTimeout is how long a push with ack waits for the
+	// acknowledgement when it gives no timeout.
+	DefaultPushAckTimeout = 30 * time.Second
+	// DefaultAskTimeout is how long an ask through a channel waits for its
+	// reply when it gives no timeout.
+	DefaultAskTimeout = 10 * time.Minute
+)
+
+// Listener is the connection a channel belongs to and its messages are
+// written to. The daemon's connections implement it; a channel ends when
+// its Listener's connection does (the daemon calls DropListener).
+type Listener interface {
+	// Notify writes one notification; an error means the listener is gone.
+	Notify(method string, params any) error
+	// ChannelPeer says who is on the other end, for list and for messages.
+	ChannelPeer() wire.ChannelPeer
+	// String names the connection in messages for people.
+	String() string
+}
+
+// Registry holds the channels and the asks waiting for a reply through
+// them. It is safe for concurrent use.
+type Registry struct {
+	queueCap   atomic.Int64 // messages per channel queue; config reload changes it
+	queueBytes int          // bytes per channel queue
+
+	mu        sync.Mutex
+	byID      map[string]*channel
+	bySession map[string]*channel
+	byCC      map[string]*channel
+	byConn    map[Listener]map[string]*channel
+	asks      map[string]*pendingAsk
+}
+
+// NewRegistry returns an empty registry with the default queue bound.
+func NewRegistry() *Registry {
+	r := &Registry{
+		queueBytes: DefaultQueueBytes,
+		byID:       map[string]*channel{}, bySession: map[string]*channel{}, byCC: map[string]*channel{},
+		byConn: map[Listener]map[string]*channel{}, asks: map[string]*pendingAsk{},
+	}
+	r.queueCap.Store(DefaultQueue)
+	return r
+}
+
+// SetQueueCap changes the queue bound of every channel; zero or less
+// restores the default.
+func (r *Registry) SetQueueCap(n int) {
+	if n <= 0 {
+		n = DefaultQueue
+	}
+	r.queueCap.Store(int64(n))
+}
+
+// channel is one registered channel.
+type channel struct {
+	id, session, cc, desc string
+	conn                  Listener
+	registered            time.Time
+	gone                  chan struct{} // closed when the channel ends
+
+	mu          sync.Mutex
+	closed      bool
+	queue       []*delivery // waiting to be written; queue[head:] are live
+	head        int
+	queuedBytes int
+	writing     bool // a writer goroutine runs
+	lastSeq     uint64
+	pushed      uint64
+	delivered   uint64
+	acks        map[uint64]*delivery // pushes with ack waiting for channel.ack
+	asks        int                  // asks waiting for a reply through it
+}
+
+// delivery is one pushed message on its way to the listener.
+type delivery struct {
+	msg  wire.ChannelMessage
+	size int
+	done chan struct{} // closed once written or failed; then written is final
+	// written is set before done is closed.
+	written bool
+	ackDone chan struct{} // with ack: closed on acknowledgement
+}
+
+func randomID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// sessionName is the shape of a session name; the daemon's session
+// component enforces the same.
+var sessionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Register adds a channel for l. sessionOfPeer names the session the
+// listener's process runs in, for a registration that gives a
+// cc_session_id but no session ("" when none). first is true when it is l's
+// first channel: the caller then arranges DropListener for when l's
+// connection ends.
+func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfPeer func() string) (res *wire.RegisterChannelResult, first bool, err error) {
+	if p.ChannelID == "" {
+		p.ChannelID = randomID("ch-")
+	} else if err := wire.ValidChannelID(p.ChannelID); err != nil {
+		return nil, false, errorf(ErrInvalid, "%v", err)
+	}
+	if p.Session != "" && !sessionName.MatchString(p.Session) {
+		return nil, false, errorf(ErrInvalid, "session %.70q is not a session name: names match [a-z0-9][a-z0-9._-]{0,62}", p.Session)
+	}
+	if p.CCSessionID != "" {
+		if err := wire.ValidChannelID(p.CCSessionID); err != nil {
+			return nil, false, errorf(ErrInvalid, "cc_session_id %.70q: ids are 1 to %d characters of A-Z a-z 0-9 . _ : -", p.CCSessionID, wire.MaxChannelIDLen)
+		}
+		if p.Session == "" {
+			if p.Session = sessionOfPeer(); !sessionName.MatchString(p.Session) {
+				p.Session = ""
+			}
+		}
+	}
+	if len(p.Description) > wire.MaxChannelDescription || !utf8.ValidString(p.Description) {
+		return nil, false, errorf(ErrInvalid, "description is %d bytes; give at most %d bytes of UTF-8", len(p.Description), wire.MaxChannelDescription)
+	}
+	ch := &channel{id: p.ChannelID, session: p.Session, cc: p.CCSessionID, desc: p.Description,
+		conn: l, registered: time.Now(), gone: make(chan struct{})}
+	first, err = r.add(ch)
+	if err != nil {
+		return nil, false, err
+	}
+	return &wire.RegisterChannelResult{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, QueueCap: int(r.queueCap.Load())}, first, nil
+}
+
+// add registers ch; first is true when it is its listener's first channel.
+func (r *Registry) add(ch *channel) (first bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.byID[ch.id]; o != nil {
+		return false, errorf(ErrBusy, "channel %q is held by %s; it is free again when that connection ends, or register without an id to get a new one", ch.id, o.conn)
+	}
+	if o := r.bySession[ch.session]; ch.session != "" && o != nil {
+		return false, errorf(ErrBusy, "session %q already has channel %q (%s); a session has one channel at a time", ch.session, o.id, o.conn)
+	}
+	if o := r.byCC[ch.cc]; ch.cc != "" && o != nil {
+		return false, errorf(ErrBusy, "cc_session_id %q is already bound to channel %q (%s)", ch.cc, o.id, o.conn)
+	}
+	mine := r.byConn[ch.conn]
+	if len(mine) >= MaxPerListener {
+		return false, errorf(ErrBusy, "this connection already holds %d channels, the limit per connection; unregister some or use another connection", len(mine))
+	}
+	if len(r.byID) >= MaxChannels {
+		return false, errorf(ErrBusy, "agentd already has %d channels, its limit; retry when some have ended", len(r.byID))
+	}
+	if mine == nil {
+		mine = map[string]*channel{}
+		r.byConn[ch.conn] = mine
+		first = true
+	}
+	mine[ch.id] = ch
+	r.byID[ch.id] = ch
+	if ch.session != "" {
+		r.bySession[ch.session] = ch
+	}
+	if ch.cc != "" {
+		r.byCC[ch.cc] = ch
+	}
+	return first, nil
+}
+
+// removeLocked takes ch out of the maps; the caller ends it.
+func (r *Registry) removeLocked(ch *channel) {
+	delete(r.byID, ch.id)
+	if r.bySession[ch.session] == ch {
+		delete(r.bySession, ch.session)
+	}
+	if r.byCC[ch.cc] == ch {
+		delete(r.byCC, ch.cc)
+	}
+	if mine := r.byConn[ch.conn]; mine != nil {
+		delete(mine, ch.id)
+	}
+}
+
+// DropListener ends every channel of a listener whose connection ended.
+func (r *Registry) DropListener(l Listener) {
+	r.mu.Lock()
+	mine := r.byConn[l]
+	delete(r.byConn, l)
+	var chs []*channel
+	for _, ch := range mine {
+		r.removeLocked(ch)
+		chs = append(chs, ch)
+	}
+	r.mu.Unlock()
+	for _, ch := range chs {
+		ch.end()
+	}
+}
+
+// end closes the channel: queued messages fail (their pushes answer
+// delivered false), pushes waiting for an ack and asks waiting for a reply
+// see gone. It returns how many queued messages were not written.
+func (ch *channel) end() int {
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return 0
+	}
+	ch.closed = true
+	rest := ch.queue[ch.head:]
+	ch.queue, ch.head, ch.queuedBytes = nil, 0, 0
+	ch.acks = nil
+	ch.mu.Unlock()
+	for _, dv := range rest {
+		close(dv.done)
+	}
+	close(ch.gone)
+	return len(rest)
+}
+
+// Unregister ends l's channel id; it returns how many queued messages were
+// not written.
+func (r *Registry) Unregister(l Listener, id string) (*wire.UnregisterChannelResult, error) {
+	r.mu.Lock()
+	ch := r.byID[id]
+	if ch == nil {
+		r.mu.Unlock()
+		return nil, errorf(ErrUnknown, "no channel %.140q is registered; agentctl channel list shows the channels", id)
+	}
+	if ch.conn != l {
+		r.mu.Unlock()
+		return nil, errorf(ErrDenied, "channel %q belongs to %s; only the connection that registered it may unregister it", ch.id, ch.conn)
+	}
+	r.removeLocked(ch)
+	r.mu.Unlock()
+	n := ch.end()
+	return &wire.UnregisterChannelResult{ChannelID: ch.id, Undelivered: n}, nil
+}
+
+// find looks a channel up by id or by the session it is bound to (name or
+// cc_session_id).
+func (r *Registry) find(id, sess string) (*channel, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id != "" {
+		if ch := r.byID[id]; ch != nil {
+			return ch, nil
+		}
+		return nil, errorf(ErrUnknown, "no channel %.140q is registered; agentctl channel list shows the channels", id)
+	}
+	if ch := r.bySession[sess]; ch != nil {
+		return ch, nil
+	}
+	if ch := r.byCC[sess]; ch != nil {
+		return ch, nil
+	}
+	return nil, errorf(ErrUnknown, "no channel is bound to session %.140q; agentctl channel list shows the channels", sess)
+}
+
+// enqueue takes a message into the channel's queue and starts the writer
+// if none runs. It fails ErrBusy when the queue is full and ErrUnknown when
+// the channel has ended.
+func (r *Registry) enqueue(ch *channel, from wire.ChannelPeer, msg json.RawMessage, ack bool) (*delivery, error) {
+	dv := &delivery{size: len(msg), done: make(chan struct{})}
+	if ack {
+		dv.ackDone = make(chan struct{})
+	}
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return nil, errorf(ErrUnknown, "channel %q has ended", ch.id)
+	}
+	depth := len(ch.queue) - ch.head
+	if queued := ch.queuedBytes; depth >= int(r.queueCap.Load()) || (depth > 0 && queued+dv.size > r.queueBytes) {
+		ch.mu.Unlock()
+		return nil, errorf(ErrBusy, "channel %q has %d messages (%d bytes) waiting for its listener, its limit; retry later", ch.id, depth, queued)
+	}
+	ch.lastSeq++
+	ch.pushed++
+	dv.msg = wire.ChannelMessage{ChannelID: ch.id, Seq: ch.lastSeq, From: from, Message: msg, SentAt: time.Now().UTC(), Ack: ack}
+	if ch.head > 0 && ch.head == len(ch.queue) {
+		ch.queue, ch.head = ch.queue[:0], 0
+	}
+	ch.queue = append(ch.queue, dv)
+	ch.queuedBytes += dv.size
+	if ack {
+		if ch.acks == nil {
+			ch.acks = map[uint64]*delivery{}
+		}
+		ch.acks[dv.msg.Seq] = dv
+	}
+	start := !ch.writing
+	ch.writing = true
+	ch.mu.Unlock()
+	if start {
+		go ch.writeLoop()
+	}
+	return dv, nil
+}
+
+// writeLoop writes queued messages in order until the queue is empty.
+func (ch *channel) writeLoop() {
+	for {
+		ch.mu.Lock()
+		if ch.closed || ch.head == len(ch.queue) {
+			ch.writing = false
+			if cap(ch.queue) > 64 {
+				ch.queue, ch.head = nil, 0 // do not keep a burst's array while idle
+			}
+			ch.mu.Unlock()
+			return
+		}
+		dv := ch.queue[ch.head]
+		ch.queue[ch.head] = nil
+		ch.head++
+		ch.mu.Unlock()
+
+		err := ch.conn.Notify(wire.NotifyChannelMessage, &dv.msg)
+
+		ch.mu.Lock()
+		if !ch.closed {
+			ch.queuedBytes -= dv.size
+		}
+		if err == nil {
+			dv.written = true
+			ch.delivered++
+		}
+		ch.mu.Unlock()
+		close(dv.done)
+		// A failed write closes the connection; the daemon then calls
+		// DropListener, which ends the channel and fails what is queued.
+	}
+}
+
+// Push queues p's message on its channel and waits until it is written,
+// and with p.Ack until it is acknowledged, at most p.TimeoutMS (zero is
+// DefaultPushAckTimeout) for the acknowledgement. from is the pusher. When
+// ctx ends first, Push returns ctx.Err().
+func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error) {
+	if (p.ChannelID == "") == (p.Session == "") {
+		return nil, errorf(ErrInvalid, "name the channel by channel_id or by session, exactly one of them")
+	}
+	if len(p.Message) == 0 {
+		return nil, errorf(ErrInvalid, "message is missing; give any JSON value, e.g. \"text\" or {\"k\": 1}")
+	}
+	if len(p.Message) > wire.MaxChannelMessage {
+		return nil, errorf(ErrInvalid, "message is %d bytes, over the limit of %d; send a path or a reference instead", len(p.Message), wire.MaxChannelMessage)
+	}
+	if p.TimeoutMS < 0 {
+		return nil, errorf(ErrInvalid, "timeout_ms is %d; give a positive number of milliseconds, or 0 for the default", p.TimeoutMS)
+	}
+	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
+	if timeout == 0 {
+		timeout = DefaultPushAckTimeout
+	}
+	ch, err := r.find(p.ChannelID, p.Session)
+	if err != nil {
+		return nil, err
+	}
+	// The message is kept as sent: the daemon has checked it is JSON.
+	msg := append(json.RawMessage(nil), p.Message...)
+	var deadline <-chan time.Time
+	if p.Ack {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	dv, err := r.enqueue(ch, from, msg, p.Ack)
+	if err != nil {
+		return nil, err
+	}
+	timedOut := func(written bool) error {
+		ch.forgetAck(dv)
+		return &PushTimeoutError{ChannelID: ch.id, Seq: dv.msg.Seq, Written: written, Timeout: timeout}
+	}
+	select {
+	case <-dv.done:
+	case <-deadline:
+		// Still queued: it will be written, but not acknowledged in time.
+		return nil, timedOut(false)
+	case <-ctx.Done():
+		if p.Ack {
+			ch.forgetAck(dv)
+		}
+		return nil, ctx.Err()
+	}
+	res := &wire.PushResult{ChannelID: ch.id, Seq: dv.msg.Seq, Routed: true}
+	if !dv.written {
+		res.Detail = "the listener's connection ended before the message was written to it"
+		return res, nil
+	}
+	if !p.Ack {
+		res.Delivered = true
+		return res, nil
+	}
+	select {
+	case <-dv.ackDone:
+		res.Delivered = true
+	case <-ch.gone:
+		// An acknowledgement may have come just before the end.
+		select {
+		case <-dv.ackDone:
+			res.Delivered = true
+		default:
+			res.Detail = "the message was written, but the listener's connection ended before it acknowledged it"
+		}
+	case <-deadline:
+		return nil, timedOut(true)
+	case <-ctx.Done():
+		ch.forgetAck(dv)
+		return nil, ctx.Err()
+	}
+	return res, nil
+}
+
+// Ack releases l's pushes with ack up to and including p.Seq.
+func (r *Registry) Ack(l Listener, p wire.ChannelAckParams) (*wire.ChannelAckResult, error) {
+	if p.ChannelID == "" {
+		return nil, errorf(ErrInvalid, "channel_id is missing")
+	}
+	ch, err := r.find(p.ChannelID, "")
+	if err != nil {
+		return nil, err
+	}
+	if ch.conn != l {
+		return nil, errorf(ErrDenied, "channel %q belongs to %s; only its listener may acknowledge its messages", ch.id, ch.conn)
+	}
+	n, err := ch.ack(p.Seq)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ChannelAckResult{ChannelID: ch.id, Seq: p.Seq, Released: n}, nil
+}
+
+// ack releases the pushes with ack up to and including seq.
+func (ch *channel) ack(seq uint64) (int, error) {
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return 0, errorf(ErrUnknown, "channel %q has ended", ch.id)
+	}
+	if seq > ch.lastSeq {
+		last := ch.lastSeq
+		ch.mu.Unlock()
+		return 0, errorf(ErrInvalid, "channel %q has no message %d yet (the last is %d)", ch.id, seq, last)
+	}
+	var done []*delivery
+	for s, dv := range ch.acks {
+		if s <= seq {
+			done = append(done, dv)
+			delete(ch.acks, s)
+		}
+	}
+	if len(ch.acks) == 0 {
+		ch.acks = nil
+	}
+	ch.mu.Unlock()
+	for _, dv := range done {
+		close(dv.ackDone)
+	}
+	return len(done), nil
+}
+
+// forgetAck stops waiting for dv's acknowledgement.
+func (ch *channel) forgetAck(dv *delivery) {
+	ch.mu.Lock()
+	delete(ch.acks, dv.msg.Seq)
+	ch.mu.Unlock()
+}
+
+// List describes every channel, by id.
+func (r *Registry) List() *wire.ChannelListResult {
+	r.mu.Lock()
+	chs := make([]*channel, 0, len(r.byID))
+	for _, ch := range r.byID {
+		chs = append(chs, ch)
+	}
+	r.mu.Unlock()
+	sort.Slice(chs, func(i, j int) bool { return chs[i].id < chs[j].id })
+	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, 0, len(chs))}
+	for _, ch := range chs {
+		ch.mu.Lock()
+		row := wire.ChannelRow{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, Description: ch.desc,
+			Listener: ch.conn.ChannelPeer(), QueueDepth: len(ch.queue) - ch.head, QueueCap: int(r.queueCap.Load()),
+			Pushed: ch.pushed, Delivered: ch.delivered, PendingAsks: ch.asks, RegisteredAt: ch.registered}
+		ch.mu.Unlock()
+		res.Channels = append(res.Channels, row)
+	}
+	return res
+}

@@ -1,0 +1,64 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// fakeListener records what it is sent; the registry is pure logic over
+// it, so the daemon's real sockets are not needed here (pkg/daemon's tests
+// drive the same paths over them).
+type fakeListener struct {
+	name string
+	mu   sync.Mutex
+	got  []wire.ChannelMessage
+}
+
+func (l *fakeListener) Notify(method string, params any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, *params.(*wire.ChannelMessage))
+	return nil
+}
+
+func (l *fakeListener) ChannelPeer() wire.ChannelPeer { return wire.ChannelPeer{PID: 1} }
+func (l *fakeListener) String() string                { return l.name }
+
+func TestPushesArriveInOrderAndAcksRelease(t *testing.T) {
+	r := NewRegistry()
+	l := &fakeListener{name: "l1"}
+	reg, first, err := r.Register(l, wire.RegisterChannelParams{ChannelID: "c1", Session: "w1"}, func() string { return "" })
+	if err != nil || !first || reg.ChannelID != "c1" || reg.Session != "w1" {
+		t.Fatalf("Register = %+v, %v, %v; want c1 bound to w1, first", reg, first, err)
+	}
+	for i := range 10 {
+		res, err := r.Push(context.Background(), wire.ChannelPeer{}, wire.PushParams{Session: "w1", Message: json.RawMessage(fmt.Sprint(i))})
+		if err != nil || !res.Delivered || res.Seq != uint64(i+1) {
+			t.Fatalf("push %d = %+v, %v; want delivered as seq %d", i, res, err, i+1)
+		}
+	}
+	for i, m := range l.got {
+		if m.Seq != uint64(i+1) || string(m.Message) != fmt.Sprint(i) {
+			t.Errorf("message %d = seq %d %s, want seq %d %d", i, m.Seq, m.Message, i+1, i)
+		}
+	}
+	if _, err := r.Ack(&fakeListener{name: "other"}, wire.ChannelAckParams{ChannelID: "c1", Seq: 1}); !errors.Is(err, ErrDenied) {
+		t.Errorf("ack by another listener: %v, want ErrDenied", err)
+	}
+	if _, err := r.Ack(l, wire.ChannelAckParams{ChannelID: "c1", Seq: 99}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ack of a seq not yet sent: %v, want ErrInvalid", err)
+	}
+	if _, _, err := r.Register(&fakeListener{name: "l2"}, wire.RegisterChannelParams{ChannelID: "c2", Session: "w1"}, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("a second channel for w1: %v, want ErrBusy", err)
+	}
+	r.DropListener(l)
+	if _, err := r.Push(context.Background(), wire.ChannelPeer{}, wire.PushParams{ChannelID: "c1", Message: json.RawMessage("1")}); !errors.Is(err, ErrUnknown) {
+		t.Errorf("push after the listener left: %v, want ErrUnknown", err)
+	}
+}

@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/agentd/agentd/pkg/session"
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// TestDomainValuesHaveWireTwins keeps the contract's typed constants and
+// the domain's spelled alike: the daemon converts between them by string,
+// so a status, termination, reason or reconcile action added on one side
+// only would reach clients as a value the contract does not name.
+func TestDomainValuesHaveWireTwins(t *testing.T) {
+	pairs := func(what string, domain, contract []string) {
+		t.Helper()
+		if len(domain) != len(contract) {
+			t.Errorf("%s: the domain has %d values %q, the contract %d %q", what, len(domain), domain, len(contract), contract)
+		}
+		for _, d := range domain {
+			found := false
+			for _, c := range contract {
+				found = found || c == d
+			}
+			if !found {
+				t.Errorf("%s: the domain's %q has no wire constant", what, d)
+			}
+		}
+	}
+	var ds, ws []string
+	for s := range session.StatusTable {
+		ds = append(ds, string(s))
+	}
+	for _, s := range wire.Statuses {
+		ws = append(ws, string(s))
+	}
+	pairs("statuses", ds, ws)
+
+	ds, ws = nil, nil
+	for _, s := range []session.Termination{session.TermCleanExit, session.TermNonzeroExit, session.TermSignalExit, session.TermHostDeath, session.TermSpawnFailure} {
+		ds = append(ds, string(s))
+	}
+	for _, s := range wire.Terminations {
+		ws = append(ws, string(s))
+	}
+	pairs("terminations", ds, ws)
+
+	pairs("ask reasons",
+		[]string{session.ReasonPrompt, session.ReasonIdle, session.ReasonMatched, session.ReasonExited},
+		[]string{string(wire.AskReasonPrompt), string(wire.AskReasonIdle), string(wire.AskReasonMatched), string(wire.AskReasonExited)})
+	pairs("wait reasons",
+		[]string{session.ReasonMatched, session.ReasonIdle, session.ReasonExited},
+		[]string{string(wire.WaitReasonMatched), string(wire.WaitReasonIdle), string(wire.WaitReasonExited)})
+	pairs("reconcile actions",
+		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded},
+		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded)})
+}

@@ -1,0 +1,89 @@
+package wire
+
+// The values a client compares against: statuses, termination categories,
+// the reasons an ask or wait ended, act outcomes and reconcile actions. They
+// are the contract's, spelled here once; the domain packages have their own
+// Go constants with the same spelling, and pkg/daemon converts between
+// them (a test there checks that every domain value has its wire twin).
+
+// Status is a session's status.
+type Status string
+
+// The session statuses, in the order a session goes through them.
+const (
+	StatusStarting   Status = "starting"
+	StatusRunning    Status = "running"
+	StatusExiting    Status = "exiting"
+	StatusExited     Status = "exited"
+	StatusFailed     Status = "failed"
+	StatusDestroying Status = "destroying"
+	StatusDestroyed  Status = "destroyed"
+)
+
+// Statuses lists every Status. Read-only.
+var Statuses = []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed}
+
+// Termination is how a session ended; empty while it runs.
+type Termination string
+
+// The termination categories.
+const (
+	TermCleanExit    Termination = "clean_exit"    // the program exited with status 0
+	TermNonzeroExit  Termination = "nonzero_exit"  // the program exited with a non-zero status
+	TermSignalExit   Termination = "signal_exit"   // a signal killed the program
+	TermHostDeath    Termination = "host_death"    // its worker died, taking the program with it
+	TermSpawnFailure Termination = "spawn_failure" // the program could not be started
+)
+
+// Terminations lists every Termination. Read-only.
+var Terminations = []Termination{TermCleanExit, TermNonzeroExit, TermSignalExit, TermHostDeath, TermSpawnFailure}
+
+// AskReason is why an ask ended, in AskResult.Reason.
+type AskReason string
+
+// Reasons an ask ended.
+const (
+	AskReasonPrompt  AskReason = "prompt"  // the program's prompt came back and it was quiet
+	AskReasonIdle    AskReason = "idle"    // quiet for the idle time (no prompt learned, or idle_ms given)
+	AskReasonMatched AskReason = "matched" // until matched the answer
+	AskReasonExited  AskReason = "exited"  // the program ended
+	AskReasonReply   AskReason = "reply"   // a reply came through the session's channel
+)
+
+// WaitReason is why a wait's condition held, in WaitResult.Reason.
+type WaitReason string
+
+// Reasons a wait ended.
+const (
+	WaitReasonMatched WaitReason = "matched" // until matched the screen or the output
+	WaitReasonIdle    WaitReason = "idle"    // quiet for the idle time
+	WaitReasonExited  WaitReason = "exited"  // the program ended
+)
+
+// ActOutcome is how an act batch ended, in ActResult.Outcome.
+type ActOutcome string
+
+// Act outcomes. All but ok come with an error response whose details are
+// the ActResult.
+const (
+	ActOK          ActOutcome = "ok"
+	ActRefused     ActOutcome = "refused"      // acting disabled, or the kill switch tripped
+	ActInvalid     ActOutcome = "invalid"      // an action the validator refused
+	ActLockTimeout ActOutcome = "lock_timeout" // another batch held the screen
+	ActBusy        ActOutcome = "busy"         // too many batches queued
+	ActUnavailable ActOutcome = "unavailable"  // no X display
+	ActTimeout     ActOutcome = "timeout"      // the batch ran past its budget
+	ActCanceled    ActOutcome = "canceled"     // the caller went away
+	ActError       ActOutcome = "error"        // anything else
+)
+
+// ReconcileAction is what agent.reconcile did to one session.
+type ReconcileAction string
+
+// Reconcile actions.
+const (
+	ReconcileAttached    ReconcileAction = "attached"      // a live worker answered; the session is managed again
+	ReconcileMarkedDead  ReconcileAction = "marked_failed" // the worker is gone; the session is now failed (host_death)
+	ReconcileLeftUnknown ReconcileAction = "left_unknown"  // could not tell; left as it was
+	ReconcileEnded       ReconcileAction = "ended"         // already ended; nothing to do
+)
