@@ -88,9 +88,18 @@
 // # Spawn failure
 //
 // A program that cannot start (missing binary, unreadable cwd) makes Spawn
-// return ErrSpawnFailed with the reason, and leaves no session behind, so the
-// name can be used again at once. The termination category spawn_failure is
-// carried by that error (SpawnError).
+// return ErrSpawnFailed with the reason, and leaves no session behind (no
+// directory, no socket, no worker), so the name can be used again at once.
+// The reason names the cause and the path, as the shell would: "exec
+// /nonexistent/bin: no such file or directory", "exec /f: permission denied
+// (not executable)", "working directory /d: no such file or directory". The
+// worker checks the working directory and the command before it opens
+// anything, and exec's own errors are put in the same words. The
+// termination category spawn_failure is carried by that error (SpawnError).
+//
+// Every worker's environment holds AGENTD_WORKER_SESSION_DIR, its session
+// directory, so a worker can be found by its process when its socket or
+// manifest is gone.
 //
 // # Privacy
 //

@@ -321,7 +321,11 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	wc := m.opts.WorkerCommand
-	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: append(os.Environ(), m.opts.WorkerEnv...), Dir: "/",
+	// The worker's environment names its session directory, so a worker
+	// that lost its socket or its manifest can still be found (and ended)
+	// by its process: see workersOf.
+	wenv := append(append(os.Environ(), m.opts.WorkerEnv...), workerDirEnv+"="+spec.SessionDir)
+	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: wenv, Dir: "/",
 		Stdout: logf, Stderr: logf, ExtraFiles: []*os.File{child},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if filepath.Base(wc[0]) == wc[0] {

@@ -162,14 +162,28 @@ func (w *worker) flushScreenLocked() {
 }
 
 // startWorker records the session, opens its socket and PTY and starts the
-// program. On error nothing is left running.
-func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *worker, err error) {
+// program. On error nothing is left running and the error is the reason
+// for people, naming the cause and the path ("exec /x: no such file or
+// directory", "working directory /d: no such file or directory").
+//
+// The command and the working directory are checked before anything is
+// opened, so the common failures cost nothing to undo; exec is still the
+// judge (a file can vanish, or sit on a noexec mount), and its error is
+// turned into the same words.
+func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*worker, error) {
 	unix.Umask(0o077)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		log.Warn().Err(err).Msg("cannot become a child subreaper; orphaned descendants may escape stop")
 	}
-	w = &worker{
+	if err := checkCwd(spec.Cwd); err != nil {
+		return nil, err
+	}
+	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{
 		spec: spec, log: log,
 		exitc: make(chan unix.WaitStatus, 1), reaped: make(chan struct{}), pumpDone: make(chan struct{}),
 		done: make(chan struct{}), replies: make(chan []byte, 64), askSem: make(chan struct{}, 1),
@@ -177,9 +191,13 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 		subs:        map[*subscriber]struct{}{},
 		runningAsks: map[string]context.CancelCauseFunc{}, canceledAsks: map[string]struct{}{},
 	}
+	// The undo steps close over w, never over a named result: a failing
+	// return must not nil out what they close (that was a panic on every
+	// failed spawn).
 	var cleanup []func()
+	ok := false
 	defer func() {
-		if err != nil {
+		if !ok {
 			for i := len(cleanup) - 1; i >= 0; i-- {
 				cleanup[i]()
 			}
@@ -194,7 +212,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	if w.ln, err = net.Listen("unix", spec.Socket); err != nil {
 		return nil, fmt.Errorf("listen on the session socket: %w", err)
 	}
-	cleanup = append(cleanup, func() { w.ln.Close() })
+	cleanup = append(cleanup, func() { w.ln.Close(); os.Remove(spec.Socket) })
 	if err = os.Chmod(spec.Socket, 0o600); err != nil {
 		return nil, err
 	}
@@ -204,10 +222,6 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	}
 	cleanup = append(cleanup, func() { w.master.Close(); w.slave.Close() })
 
-	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
-	if err != nil {
-		return nil, err
-	}
 	cmd := &exec.Cmd{
 		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: spec.Env,
 		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
@@ -221,8 +235,9 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	startc := make(chan error, 1)
 	go w.reap(cmd, startc)
 	if err = <-startc; err != nil {
-		return nil, cleanStartError(err, spec)
+		return nil, cleanStartError(err, spec, path)
 	}
+	ok = true
 	w.pid = cmd.Process.Pid
 
 	w.scr = newScreen(spec.Cols, spec.Rows, w.queueReply)
@@ -245,16 +260,44 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	return w, nil
 }
 
-// cleanStartError turns exec's errors into a reason for people.
-func cleanStartError(err error, spec workerSpec) error {
+// checkCwd says why dir cannot be the program's working directory, in the
+// words cleanStartError uses for the same failure at exec.
+func checkCwd(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", dir, errnoOf(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %s: %w", dir, syscall.ENOTDIR)
+	}
+	if err := unix.Access(dir, unix.X_OK); err != nil {
+		return fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// errnoOf strips the operation and path from a *PathError, so a message
+// names the path once ("exec /x: no such file or directory", not
+// "exec /x: stat /x: no such file or directory").
+func errnoOf(err error) error {
 	var pe *os.PathError
-	if errors.As(err, &pe) && pe.Op == "chdir" {
-		return fmt.Errorf("working directory %s: %v", spec.Cwd, pe.Err)
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
 	return err
 }
 
+// cleanStartError turns exec's errors into a reason for people.
+func cleanStartError(err error, spec workerSpec, path string) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "chdir" {
+		return fmt.Errorf("working directory %s: %w", spec.Cwd, pe.Err)
+	}
+	return fmt.Errorf("exec %s: %w", path, errnoOf(err))
+}
+
 // lookPath finds argv0 in the PATH of env, as the program's own shell would.
+// Its errors read "exec <path>: <cause>".
 func lookPath(argv0 string, env []string, cwd string) (string, error) {
 	if strings.Contains(argv0, "/") {
 		p := argv0
@@ -262,7 +305,7 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 			p = filepath.Join(cwd, p)
 		}
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s: %w", argv0, err)
+			return "", fmt.Errorf("exec %s: %w", p, err)
 		}
 		return p, nil
 	}
@@ -284,13 +327,14 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q: executable file not found in PATH", argv0)
+	return "", fmt.Errorf("exec %q: executable file not found in PATH (%s)", argv0, pathEnv)
 }
 
+// executable says why p cannot be executed, without its path.
 func executable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return err
+		return errnoOf(err)
 	}
 	if fi.IsDir() {
 		return errors.New("is a directory")
