@@ -1,10 +1,16 @@
 package test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/xvfbtest"
+	"github.com/agentd/agentd/pkg/wire"
 )
 
 // TestFailedSpawnsAnswerSpawnFailedWithTheCause spawns programs that cannot
@@ -41,5 +47,53 @@ func TestFailedSpawnsAnswerSpawnFailedWithTheCause(t *testing.T) {
 			}
 			h.ctl(13, "status", "t1")
 		})
+	}
+}
+
+// TestScreenshotNeverReplacesAFileUnasked writes screenshots to a path
+// through the real daemon and a real X server: an existing file is refused
+// (invalid_params) unless overwrite, and a symbolic link is never written
+// through, overwrite or not.
+func TestScreenshotNeverReplacesAFileUnasked(t *testing.T) {
+	t.Parallel()
+	srv := xvfbtest.Start(t, xvfbtest.Options{Width: 320, Height: 200})
+	h := newHome(t)
+	h.startDaemon([]string{"--display", srv.Display})
+	c := h.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "shot.png")
+	if err := os.WriteFile(file, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Screenshot(ctx, wire.ScreenshotParams{Path: file})
+	if !errors.Is(err, wire.ErrInvalidParams) {
+		t.Fatalf("screenshot over an existing file: got %v, want invalid_params", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "precious" {
+		t.Fatalf("the refused screenshot changed the file to %d bytes", len(b))
+	}
+	if _, err := c.Screenshot(ctx, wire.ScreenshotParams{Path: file, Overwrite: true}); err != nil {
+		t.Fatalf("screenshot with overwrite: %v", err)
+	}
+	if b, _ := os.ReadFile(file); !strings.HasPrefix(string(b), "\x89PNG") {
+		t.Fatalf("screenshot with overwrite left %q..., want a PNG", b[:min(len(b), 8)])
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("target"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.png")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, ow := range []bool{false, true} {
+		if _, err := c.Screenshot(ctx, wire.ScreenshotParams{Path: link, Overwrite: ow}); err == nil {
+			t.Errorf("screenshot to a symlink (overwrite %v) succeeded, want a refusal", ow)
+		}
+		if b, _ := os.ReadFile(target); string(b) != "target" {
+			t.Fatalf("screenshot (overwrite %v) wrote through the symlink", ow)
+		}
 	}
 }
