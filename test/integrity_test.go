@@ -2,9 +2,11 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +98,88 @@ func TestScreenshotNeverReplacesAFileUnasked(t *testing.T) {
 			t.Fatalf("screenshot (overwrite %v) wrote through the symlink", ow)
 		}
 	}
+}
+
+// TestBrokenSessionsThroughAgentctl damages the manifests of running
+// sessions, with the daemon up and across a daemon restart: list shows each
+// as broken with its reason, status describes it (exit 0, not internal),
+// and rm --force and stop end every process of it and remove it.
+func TestBrokenSessionsThroughAgentctl(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	d := h.startDaemon(nil)
+	sessions := filepath.Join(h.state, "agentd", "sessions")
+	pids := map[string][2]int{}
+	for _, n := range []string{"vic", "trunc", "bare"} {
+		h.ctl(0, "spawn", n, "--", "sh", "-c", "sleep 1000 & exec cat")
+		var st struct{ Result wire.SessionStatus }
+		if err := json.Unmarshal([]byte(h.ctl(0, "--json", "status", n)), &st); err != nil {
+			t.Fatal(err)
+		}
+		pids[n] = [2]int{st.Result.WorkerPID, st.Result.ProgramPID}
+	}
+	man := func(n string) string { return filepath.Join(sessions, n, "manifest.json") }
+	os.WriteFile(man("vic"), []byte(`{"name":"vic","status":5}`), 0o600)
+	b, _ := os.ReadFile(man("trunc"))
+	os.WriteFile(man("trunc"), b[:len(b)/3], 0o600)
+
+	listed := func() map[string]wire.SessionRow {
+		var l struct{ Result wire.ListResult }
+		if err := json.Unmarshal([]byte(h.ctl(0, "--json", "list")), &l); err != nil {
+			t.Fatal(err)
+		}
+		rows := map[string]wire.SessionRow{}
+		for _, r := range l.Result.Sessions {
+			rows[r.Name] = r
+		}
+		return rows
+	}
+	for _, n := range []string{"vic", "trunc"} {
+		if r := listed()[n]; r.Status != wire.StatusBroken || !strings.Contains(r.Reason, "damaged") {
+			t.Errorf("list with the daemon up: %s is %+v, want broken with a reason", n, r)
+		}
+	}
+	// A daemon restart: nothing attached any more; the manifest of bare
+	// goes too, with its socket.
+	d.cmd.Process.Kill()
+	d.wait(10 * time.Second)
+	os.Remove(man("bare"))
+	os.Remove(filepath.Join(h.runtime, "agentd", "sessions", "bare.sock"))
+	h.startDaemon(nil)
+	rows := listed()
+	for _, n := range []string{"vic", "trunc", "bare"} {
+		if r := rows[n]; r.Status != wire.StatusBroken || r.Reason == "" {
+			t.Errorf("list after restart: %s is %+v, want broken with a reason", n, r)
+		}
+		if out := h.ctl(0, "status", n); !strings.Contains(out, "broken") {
+			t.Errorf("status %s: %q, want it to say broken", n, out)
+		}
+	}
+	h.ctl(17, "rm", "vic")
+	h.ctl(0, "rm", "--force", "vic")
+	h.ctl(0, "rm", "--force", "trunc")
+	h.ctl(0, "stop", "bare")
+	h.ctl(0, "rm", "bare")
+	for n, p := range pids {
+		await(t, 30*time.Second, "every process of "+n+" gone", func() bool {
+			return !alive(p[0]) && !alive(p[1])
+		})
+		if _, err := os.Lstat(filepath.Join(sessions, n)); !os.IsNotExist(err) {
+			t.Errorf("%s after rm: %v, want no directory", n, err)
+		}
+	}
+	if rows := listed(); len(rows) != 0 {
+		t.Errorf("list after rm: %+v, want nothing", rows)
+	}
+}
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }

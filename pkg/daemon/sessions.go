@@ -114,7 +114,7 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 		res.Sessions = append(res.Sessions, wire.SessionRow{
 			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
 			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-			ExitCode: r.ExitCode, Signal: r.Signal,
+			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason,
 		})
 	}
 	return res, nil

@@ -52,6 +52,8 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 		[]string{session.ReasonMatched, session.ReasonIdle, session.ReasonExited},
 		[]string{string(wire.WaitReasonMatched), string(wire.WaitReasonIdle), string(wire.WaitReasonExited)})
 	pairs("reconcile actions",
-		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded},
-		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded)})
+		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded,
+			session.ActionBroken, session.ActionOrphanWorker, session.ActionRemovedLeftover},
+		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded),
+			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover)})
 }

@@ -85,6 +85,23 @@
 // newline, or not a valid record) is cut when the log is opened for writing;
 // every line before it is kept. Readers skip it.
 //
+// # Broken sessions
+//
+// A session directory whose manifest is missing (outside a spawn by this
+// Manager) or damaged is reported with StatusBroken and the reason, by
+// List, Status and every method that refuses it; it is never dropped from
+// List nor an internal error. Stop ends whatever of it runs: a worker that
+// answers on its socket stops its program as usual (and writes a valid
+// manifest again); one found only by its process (workerDirEnv) gets
+// SIGTERM, which stops its program and records the end, and is killed with
+// everything below it if it has not exited past DefaultStopGrace. Remove
+// deletes a broken session, with force while a worker of it lives.
+// Reconcile classifies every directory: attached, ended, marked failed,
+// broken (kept: it may hold a log worth reading), orphan worker, and
+// removed leftovers (no manifest, no worker, no event; or a ".rm-"
+// directory an interrupted removal left). Removal writes nothing, not even
+// a "destroying" manifest, so it works on a full disk.
+//
 // # Spawn failure
 //
 // A program that cannot start (missing binary, unreadable cwd) makes Spawn

@@ -71,9 +71,12 @@ type Manager struct {
 	mu       sync.Mutex
 	live     map[string]*handle
 	spawning int
-	closed   bool
-	closing  chan struct{}
-	wg       sync.WaitGroup // watchers
+	// spawningNames are the sessions this Manager is spawning: their
+	// directory has no manifest yet and that is not a fault.
+	spawningNames map[string]bool
+	closed        bool
+	closing       chan struct{}
+	wg            sync.WaitGroup // watchers
 
 	// askIDs number asks for cancelling; askEpoch keeps the numbers of
 	// one Manager apart from an earlier one's.
@@ -120,7 +123,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.SpawnTimeout = 15 * time.Second
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
-		live: map[string]*handle{}, closing: make(chan struct{})}
+		live: map[string]*handle{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
 	} else {
@@ -214,11 +217,17 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		m.mu.Unlock()
 		return nil, errorf(ErrBusy, "%d sessions are running, the limit; stop or remove one first", m.opts.MaxSessions)
 	}
+	if m.spawningNames[req.Name] {
+		m.mu.Unlock()
+		return nil, errorf(ErrExists, "session %q is being spawned; pick another name", req.Name)
+	}
 	m.spawning++
+	m.spawningNames[req.Name] = true
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		m.spawning--
+		delete(m.spawningNames, req.Name)
 		m.mu.Unlock()
 	}()
 
@@ -526,17 +535,13 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 			return nil, nil, ctx.Err()
 		}
 	}
-	man, err := readManifest(m.dir(name))
+	man, err := m.readState(name)
 	if err != nil {
-		if errors.Is(err, errNoManifest) {
-			if _, serr := os.Stat(m.dir(name)); serr != nil {
-				return nil, nil, notFound(name)
-			}
-			return nil, &Manifest{Name: name, Status: StatusStarting}, nil
-		}
 		return nil, nil, err
 	}
-	if !man.Status.Allows().Live {
+	if !man.Status.Allows().Live || man.Status == StatusStarting && man.WorkerPID == 0 {
+		// Ended, broken, or being spawned by this Manager (no worker to
+		// attach to yet).
 		return nil, man, nil
 	}
 	h, err = m.attach(ctx, name)
@@ -546,7 +551,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	// No worker answers: judge it.
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	man, rerr := readManifest(m.dir(name))
+	man, rerr := m.readState(name)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
@@ -563,7 +568,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 // its worker has exited, so nothing writes to its files any more), or nil
 // while it runs.
 func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error) {
-	man, err := readManifest(m.dir(h.name))
+	man, err := m.readState(h.name)
 	if err != nil || !man.Status.Terminal() {
 		return nil, err
 	}
@@ -621,9 +626,16 @@ func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
 }
 
 func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
-	man, err := readManifest(m.dir(name))
+	man, err := m.readState(name)
 	if err != nil {
 		return nil, err
+	}
+	if man.Status == StatusBroken {
+		// The worker runs, but its record is damaged: say so, as List does,
+		// with what the worker says of itself.
+		info := infoFromManifest(man)
+		info.WorkerPID, info.ProgramPID, info.Cols, info.Rows = st.WorkerPID, st.ProgramPID, st.Cols, st.Rows
+		return info, nil
 	}
 	return &Info{Name: name, Status: st.Status, Allows: st.Status.Allows(), WorkerPID: st.WorkerPID, ProgramPID: st.ProgramPID,
 		Termination: st.Exit.Termination, ExitCode: st.Exit.ExitCode, Signal: st.Exit.Signal,
@@ -654,7 +666,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 		case <-h.gone:
 		case <-time.After(2 * time.Second):
 		}
-		if man, err = readManifest(m.dir(name)); err != nil {
+		if man, err = m.readState(name); err != nil {
 			return nil, err
 		}
 	}
@@ -674,19 +686,15 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
 		}
-		man, err := readManifest(m.dir(e.Name()))
+		man, err := m.readState(e.Name())
 		if err != nil {
-			if !errors.Is(err, errNoManifest) {
-				m.log.Warn().Err(err).Str("session", e.Name()).Msg("unreadable manifest")
-				continue
-			}
-			man = &Manifest{Name: e.Name(), Status: StatusStarting}
+			continue // removed meanwhile
 		}
 		if len(req.Status) > 0 && !slices.Contains(req.Status, man.Status) {
 			continue
 		}
 		le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
-			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal}
+			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
 		if !man.CreatedAt.IsZero() {
 			le.Age = time.Since(man.CreatedAt)
 		}
@@ -745,6 +753,9 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 		return nil, err
 	}
 	if h == nil {
+		if man.Status == StatusBroken {
+			return m.stopBroken(ctx, req.Name, sig, req.Grace)
+		}
 		if !man.Status.Terminal() {
 			return nil, statusError(req.Name, man.Status, "", "stop")
 		}
@@ -770,7 +781,7 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	man, err = readManifest(m.dir(req.Name))
+	man, err = m.readState(req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -790,11 +801,26 @@ func exitFromManifest(man *Manifest) *ExitInfo {
 }
 
 // Remove deletes an ended session and its files. A live session is
-// ErrInvalidStatus unless force, which stops it first (DefaultStopGrace).
+// ErrInvalidStatus unless force, which stops it first (DefaultStopGrace). A
+// broken session (StatusBroken) is removed too; while a worker of it still
+// runs, only with force, which ends that worker first. Removal writes
+// nothing, so it works on a full disk.
 func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
 		return err
+	}
+	if h == nil && man.Status == StatusBroken {
+		if pid, how := m.liveWorker(ctx, name); pid > 0 {
+			if !force {
+				return errorf(ErrInvalidStatus, "session %q is broken (%s) and its worker (pid %d, found by %s) still runs; stop it first (agentctl stop %s) or remove it with --force",
+					name, man.Reason, pid, how, name)
+			}
+			if _, err := m.stopBroken(ctx, name, syscall.SIGTERM, 0); err != nil {
+				return err
+			}
+		}
+		return m.removeLocked(name)
 	}
 	if h != nil {
 		if man, err = m.settleEnded(ctx, h); err != nil {
@@ -826,26 +852,15 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 				}
 			}
 		}
-		if man, err = readManifest(m.dir(name)); err != nil {
-			return err
-		}
 	}
+	return m.removeLocked(name)
+}
+
+func (m *Manager) removeLocked(name string) error {
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	dir := m.dir(name)
-	man.Status = StatusDestroying
-	if err := writeManifest(dir, man); err != nil {
+	if err := m.removeDir(name); err != nil {
 		return err
-	}
-	// Rename first, so the name is free at once and a crash mid-removal
-	// leaves no half session behind under it.
-	trash := filepath.Join(m.sessions, ".rm-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := os.Rename(dir, trash); err != nil {
-		return fmt.Errorf("remove session %q: %w", name, err)
-	}
-	os.Remove(m.socket(name))
-	if err := os.RemoveAll(trash); err != nil {
-		return fmt.Errorf("remove session %q: %w", name, err)
 	}
 	m.log.Info().Str("session", name).Msg("session removed")
 	return nil

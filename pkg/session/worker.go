@@ -743,6 +743,8 @@ func statusError(name string, st Status, term Termination, op string) error {
 		fix = fmt.Sprintf("spawn it again, or remove it with agentctl rm %s", name)
 	} else if st == StatusExiting {
 		fix = "it is being stopped"
+	} else if st == StatusBroken {
+		fix = fmt.Sprintf("its manifest is missing or damaged (agentctl status %s says why); agentctl stop %s ends whatever of it runs, agentctl rm --force %s removes it", name, name, name)
 	}
 	return errorf(ErrInvalidStatus, "session %q is %s; %s needs a running session: %s", name, how, op, fix)
 }

@@ -92,6 +92,8 @@ type SessionRow struct {
 	Termination  Termination `json:"termination,omitempty"`
 	ExitCode     *int        `json:"exit_code,omitempty"`
 	Signal       string      `json:"signal,omitempty"`
+	// Reason says why a session failed or is broken, for people.
+	Reason string `json:"reason,omitempty"`
 }
 
 // NameParams name one session (agent.status, agent.snapshot).
