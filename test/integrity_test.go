@@ -183,3 +183,99 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
+
+// sessionToken reads the secret a session's program found in its
+// environment, as any process inside the session sees it.
+func (h *home) sessionToken(name string) string {
+	h.t.Helper()
+	var st struct{ Result wire.SessionStatus }
+	if err := json.Unmarshal([]byte(h.ctl(0, "--json", "status", name)), &st); err != nil {
+		h.t.Fatal(err)
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(st.Result.ProgramPID) + "/environ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, wire.SessionTokenEnv+"="); ok {
+			return v
+		}
+	}
+	h.t.Fatalf("session %s's program has no %s", name, wire.SessionTokenEnv)
+	return ""
+}
+
+// TestBindingASessionNeedsProof: a process outside session vic cannot bind
+// a channel to it (by name, by claiming AGENTD_SESSION, or with a wrong
+// token): permission_denied, exit 23, and asks still reach the real program
+// in its terminal. A listener run inside a session, with its token removed
+// from the environment, binds by being a descendant of the session's
+// worker; a reply to an ask sent to it from another connection is refused
+// and does not answer the ask.
+func TestBindingASessionNeedsProof(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "vic", "--", "python3", "-i", "-q")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"by name", nil, []string{"--session", "vic"}},
+		{"claiming AGENTD_SESSION", []string{"AGENTD_SESSION=vic"}, []string{"--cc-session-id", "cc-vic"}},
+		{"wrong token", []string{"AGENTD_SESSION_TOKEN=" + strings.Repeat("0", 64)}, []string{"--session", "vic"}},
+		{"another session's token", []string{"AGENTD_SESSION_TOKEN=x"}, []string{"--session", "vic"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lp := h.startListenEnv(tc.env, tc.args...)
+			select {
+			case <-lp.done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the refused listener did not exit")
+			}
+			if code := lp.cmd.ProcessState.ExitCode(); code != 23 || !strings.Contains(lp.stderr.String(), "needs proof") {
+				t.Errorf("listen %v: exit %d, stderr %q; want 23 (permission_denied) saying proof is needed", tc.args, code, lp.stderr)
+			}
+		})
+	}
+	if out := h.ctl(0, "channel", "list"); strings.Contains(out, "vic") {
+		t.Errorf("a refused binding is listed:\n%s", out)
+	}
+	if out := h.ctl(0, "--timeout", "30s", "ask", "vic", "print(6*7)"); !strings.Contains(out, "42") {
+		t.Errorf("ask after refused bindings answered %q, want 42 from the program", out)
+	}
+
+	// Inside a session: a descendant of its worker, no token needed.
+	h.ctl(0, "spawn", "in", "--", "env", "-u", "AGENTD_SESSION_TOKEN", bin.agentctl, "channel", "listen", "--id", "in.ch", "--session", "in")
+	if row := h.awaitChannel("in.ch"); row.Session != "in" {
+		t.Fatalf("the listener inside the session registered %+v, want bound to in", row)
+	}
+	c := h.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	asked := make(chan error, 1)
+	go func() {
+		_, err := c.Ask(ctx, wire.AskParams{Name: "in", Text: "what is 6*7?", TimeoutMS: 5000})
+		asked <- err
+	}()
+	var askID string
+	await(t, 30*time.Second, "the ask shown by the listener inside the session", func() bool {
+		out, _, _ := h.agentctl("", "snapshot", "in")
+		if i := strings.Index(out, `"ask_id":"`); i >= 0 {
+			rest := out[i+len(`"ask_id":"`):]
+			if j := strings.IndexByte(rest, '"'); j > 0 {
+				askID = rest[:j]
+				return true
+			}
+		}
+		return false
+	})
+	_, errOut, code := h.agentctl("", "channel", "reply", askID, "43")
+	if code != 23 {
+		t.Errorf("a reply from another connection: exit %d (%s), want 23 (permission_denied)", code, errOut)
+	}
+	if err := <-asked; !errors.Is(err, wire.ErrTimeout) {
+		t.Errorf("the ask after a spoofed reply: %v, want a timeout (no reply from the channel's holder)", err)
+	}
+}

@@ -136,6 +136,15 @@ type Daemon struct {
 	screen   screenService
 	channels *channel.Registry
 	build    func() string
+	// vouch checks that a peer runs inside a session before a channel is
+	// bound to it (vouchPeer; tests of other logic may replace it).
+	vouch func(ctx context.Context, session string, peer Peer, token string) error
+	// refusals rate-limits the log of permission_denied refusals.
+	refusals struct {
+		sync.Mutex
+		last       time.Time
+		suppressed int
+	}
 
 	conns     sync.WaitGroup
 	openConns atomic.Int64
@@ -165,6 +174,7 @@ func New(cfg Config) *Daemon {
 		started:  time.Now(),
 		channels: channel.NewRegistry(),
 	}
+	d.vouch = d.vouchPeer
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)

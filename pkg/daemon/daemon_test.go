@@ -50,6 +50,10 @@ func startDaemon(t *testing.T, cfg Config, extra ...Route) *testDaemon {
 		cfg.StateDir = t.TempDir()
 	}
 	d := New(cfg)
+	// These tests bind channels to sessions that do not run; who may bind
+	// is tested with real sessions (test/integrity_test.go) and in
+	// TestChannelAuthority.
+	d.vouch = func(context.Context, string, Peer, string) error { return nil }
 	d.router.register(extra...)
 	return serveDaemon(t, d, cfg.SocketPath)
 }

@@ -57,3 +57,11 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded),
 			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover)})
 }
+
+// TestSessionTokenVariableIsTheContracts: the worker sets the variable the
+// wire client reads; spelled twice, once per side, they must agree.
+func TestSessionTokenVariableIsTheContracts(t *testing.T) {
+	if session.TokenEnv != wire.SessionTokenEnv {
+		t.Errorf("the session component sets %s, the wire client reads %s", session.TokenEnv, wire.SessionTokenEnv)
+	}
+}

@@ -118,6 +118,16 @@
 // directory, so a worker can be found by its process when its socket or
 // manifest is gone.
 //
+// # Session secret
+//
+// The worker makes a random secret for its session at start and puts it
+// in the program's environment as TokenEnv (AGENTD_SESSION_TOKEN), replacing
+// any inherited one, and nowhere else: not argv, not a file, not the
+// manifest. It tells the Manager in its hello, over its private socket;
+// the Manager keeps it in memory (never in Info). Vouch uses it, with
+// process ancestry, to say whether a process runs inside a session, which
+// the daemon asks before binding a channel to a session.
+//
 // # Privacy
 //
 // Nothing a user typed, asked or was answered is ever written to the logger;

@@ -91,6 +91,7 @@ type handle struct {
 	workerPID   int
 	workerStart uint64
 	programPID  int
+	token       string // the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
 }
@@ -426,7 +427,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 		c.Close()
 		return nil, decodeError(err)
 	}
-	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID,
+	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, token: st.Token,
 		socket: m.socket(name), gone: make(chan struct{})}
 	if ps, ok := readProcStat(st.WorkerPID); ok {
 		h.workerStart = ps.start

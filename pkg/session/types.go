@@ -302,6 +302,10 @@ type liveStatus struct {
 	Asks         uint64    `json:"asks"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Exit         ExitInfo  `json:"exit"`
+	// Token is the session's secret (TokenEnv in the program's
+	// environment); the Manager keeps it in memory to check a channel
+	// binding. It never reaches Info, so never the wire.
+	Token string `json:"token,omitempty"`
 }
 
 type sendParams struct {

@@ -95,7 +95,8 @@ type worker struct {
 	master *os.File
 	slave  *os.File
 	ln     net.Listener
-	pid    int // the program's, also its process group and session id
+	pid    int    // the program's, also its process group and session id
+	token  string // the session's secret, in the program's environment only
 
 	exitc    chan unix.WaitStatus // the program's wait status, once
 	reaped   chan struct{}        // closed when the worker has no child left
@@ -222,8 +223,9 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 	}
 	cleanup = append(cleanup, func() { w.master.Close(); w.slave.Close() })
 
+	w.token = newToken()
 	cmd := &exec.Cmd{
-		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: spec.Env,
+		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: withEnv(spec.Env, TokenEnv+"="+w.token),
 		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid: true, Setctty: true, Ctty: 0,
@@ -716,7 +718,8 @@ func (w *worker) liveStatus() liveStatus {
 	defer w.mu.Unlock()
 	c, r := w.screenLocked().size()
 	return liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
-		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
+		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit,
+		Token: w.token}
 }
 
 func (w *worker) requireRunning(op string) error {
