@@ -279,3 +279,84 @@ func TestBindingASessionNeedsProof(t *testing.T) {
 		t.Errorf("the ask after a spoofed reply: %v, want a timeout (no reply from the channel's holder)", err)
 	}
 }
+
+// TestUnsafeStateDirectoryIsRefused: agentd refuses to start, naming the
+// fix, on a state directory (or its sessions/) that is a symbolic link,
+// open to others, or another user's; with the planted directory of
+// another user (root only, through chown) nothing of it is listed, since
+// the daemon never serves.
+func TestUnsafeStateDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		plant  func(t *testing.T, state string)
+		want   string
+		asRoot bool
+	}{
+		{"symlink", func(t *testing.T, state string) {
+			other := filepath.Join(t.TempDir(), "other")
+			mkdir(t, other, 0o700)
+			symlink(t, other, state)
+		}, "is a symbolic link", false},
+		{"open to others", func(t *testing.T, state string) {
+			mkdir(t, state, 0o777)
+		}, "run chmod 700", false},
+		{"sessions is a symlink", func(t *testing.T, state string) {
+			mkdir(t, state, 0o700)
+			other := filepath.Join(t.TempDir(), "other")
+			mkdir(t, other, 0o700)
+			symlink(t, other, filepath.Join(state, "sessions"))
+		}, "is a symbolic link", false},
+		{"another user's, through a link", func(t *testing.T, state string) {
+			other := filepath.Join(t.TempDir(), "other")
+			mkdir(t, other, 0o777)
+			mkdir(t, filepath.Join(other, "sessions", "fake"), 0o777)
+			os.WriteFile(filepath.Join(other, "sessions", "fake", "manifest.json"), []byte(`{"name":"fake","status":"running"}`), 0o666)
+			if err := os.Chown(other, 65534, 65534); err != nil {
+				t.Skipf("cannot hand a directory to another user: %v", err)
+			}
+			symlink(t, other, state)
+		}, "is a symbolic link", true},
+		{"another user's", func(t *testing.T, state string) {
+			mkdir(t, state, 0o700)
+			if err := os.Chown(state, 65534, 65534); err != nil {
+				t.Skipf("cannot hand a directory to another user: %v", err)
+			}
+		}, "is owned by uid 65534", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.asRoot && os.Getuid() != 0 {
+				t.Skip("planting another user's directory needs root (chown); run the tests as root to cover it")
+			}
+			h := newHome(t)
+			mkdir(t, h.state, 0o700)
+			state := filepath.Join(h.state, "agentd")
+			tc.plant(t, state)
+			d := h.spawnDaemon(nil)
+			if err := d.wait(30 * time.Second); err == nil {
+				t.Fatalf("agentd started on an unsafe state directory (%s)", tc.name)
+			}
+			if !strings.Contains(d.stderr.String(), tc.want) {
+				t.Errorf("agentd's refusal %q does not say %q", d.stderr, tc.want)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -38,7 +38,7 @@ func (l *lockedBuffer) String() string {
 func TestChannelAuthority(t *testing.T) {
 	t.Parallel()
 	logs := &lockedBuffer{}
-	cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "run", "agentd.sock"), StateDir: t.TempDir(),
+	cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "run", "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state"),
 		Logger: zerolog.New(logs)}
 	d := New(cfg)
 	d.vouch = func(_ context.Context, name string, peer Peer, token string) error {

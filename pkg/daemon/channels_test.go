@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -582,7 +583,7 @@ func TestChannelAsk(t *testing.T) {
 func TestChannelDaemonRestart(t *testing.T) {
 	t.Parallel()
 	dir := shortTempDir(t)
-	cfg := Config{SocketPath: dir + "/agentd.sock", StateDir: t.TempDir(), ShutdownGrace: 200 * time.Millisecond}
+	cfg := Config{SocketPath: dir + "/agentd.sock", StateDir: filepath.Join(t.TempDir(), "state"), ShutdownGrace: 200 * time.Millisecond}
 	td := startDaemon(t, cfg)
 	l := newListener(t, td, false, nil)
 	l.register(wire.RegisterChannelParams{ChannelID: "survivor", Session: "s"})

@@ -214,8 +214,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
+	// The state directory holds the sessions and the audit log: another
+	// user able to write in it could plant a session or rename one.
+	if err := stateDir.ensure(d.cfg.StateDir); err != nil {
+		return err
 	}
 	// The components are built here unless the daemon was given them
 	// (tests give fakes: see withComponents).

@@ -187,3 +187,41 @@ func TestReconcileClassifiesEveryDirectory(t *testing.T) {
 		t.Errorf("rm orphan after stop: %v", err)
 	}
 }
+
+// TestPlantedLinksAreNeverFollowed: a manifest or event log replaced by a
+// symbolic link is neither read nor written through: the session shows as
+// broken, its log cannot be read, and the link's target is untouched.
+func TestPlantedLinksAreNeverFollowed(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	ctx := testCtx(t, 60*time.Second)
+	spawn(t, m, "l", "sh", "-c", "echo hi")
+	await(t, 20*time.Second, "l ended", func() bool {
+		st, err := m.Status(ctx, "l")
+		return err == nil && st.Status.Terminal() && len(workersOf(m.dir("l"))) == 0
+	})
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte(`{"name":"l","status":"running"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{manifestName, logName} {
+		p := filepath.Join(m.dir("l"), f)
+		os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := m.Status(ctx, "l")
+	if err != nil || st.Status != StatusBroken || !strings.Contains(st.Reason, "symbolic links") {
+		t.Errorf("status with a linked manifest: %+v %v, want broken saying it is a link", st, err)
+	}
+	if err := m.Logs(ctx, LogsRequest{Name: "l"}, func(Event) error { return nil }); err == nil {
+		t.Error("logs read through a linked event log")
+	}
+	if err := m.Remove(ctx, "l", false); err != nil {
+		t.Fatalf("rm: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != `{"name":"l","status":"running"}` {
+		t.Errorf("the link's target changed: %q", b)
+	}
+}

@@ -157,7 +157,7 @@ func openEventLog(dir string, capBytes int64) (*eventLog, error) {
 		capBytes = MinLogCap
 	}
 	path := filepath.Join(dir, logName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
@@ -254,7 +254,7 @@ func (l *eventLog) rotate() error {
 	if err := os.Rename(path, filepath.Join(l.dir, logOldName)); err != nil {
 		return fmt.Errorf("rotate event log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
+	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC)
 	if err != nil {
 		return fmt.Errorf("rotate event log: %w", err)
 	}
@@ -337,7 +337,7 @@ func (r *logReader) poll(fn func(Event) error) error {
 func (r *logReader) openCurrent() error {
 	r.close()
 	r.part = nil
-	f, err := os.Open(filepath.Join(r.dir, logName))
+	f, err := openNoFollow(filepath.Join(r.dir, logName), os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -354,7 +354,7 @@ func (r *logReader) openCurrent() error {
 }
 
 func (r *logReader) readFile(path string, fn func(Event) error) error {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

@@ -130,10 +130,19 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	} else {
 		m.log = zerolog.Nop()
 	}
-	for _, d := range []string{m.sessions, opts.RuntimeDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
-		}
+	// The state directory above sessions/ is the daemon's to check; the
+	// runtime directory's parent is the socket directory, checked too.
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", opts.StateDir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.RuntimeDir), 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Dir(opts.RuntimeDir), err)
+	}
+	if err := ensureOwnDir("sessions directory", m.sessions); err != nil {
+		return nil, err
+	}
+	if err := ensureOwnDir("session socket directory", opts.RuntimeDir); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -326,7 +335,7 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	defer conn.Close()
-	logf, err := os.OpenFile(filepath.Join(spec.SessionDir, "worker.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	logf, err := openNoFollow(filepath.Join(spec.SessionDir, "worker.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
