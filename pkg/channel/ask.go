@@ -71,6 +71,9 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 	if len(p.Text) > wire.MaxChannelMessage {
 		return true, nil, errorf(ErrInvalid, "ask text is %d bytes, over the limit of %d", len(p.Text), wire.MaxChannelMessage)
 	}
+	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
+		return true, nil, err
+	}
 	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout

@@ -390,8 +390,8 @@ func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushP
 	if len(p.Message) > wire.MaxChannelMessage {
 		return nil, errorf(ErrInvalid, "message is %d bytes, over the limit of %d; send a path or a reference instead", len(p.Message), wire.MaxChannelMessage)
 	}
-	if p.TimeoutMS < 0 {
-		return nil, errorf(ErrInvalid, "timeout_ms is %d; give a positive number of milliseconds, or 0 for the default", p.TimeoutMS)
+	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
+		return nil, err
 	}
 	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
 	if timeout == 0 {

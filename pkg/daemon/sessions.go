@@ -54,9 +54,11 @@ func (d *Daemon) sessionRoutes() []Route {
 	}
 }
 
+// msDuration turns a wire duration into a time.Duration, refusing one
+// outside 0..wire.MaxDurationMS before multiplying, so nothing wraps.
 func msDuration(ms int64, field string) (time.Duration, error) {
-	if ms < 0 {
-		return 0, wire.Errorf(wire.CodeInvalidParams, "%s is %d; give a positive number of milliseconds, or 0 for the default", field, ms)
+	if ms < 0 || ms > wire.MaxDurationMS {
+		return 0, wire.Errorf(wire.CodeInvalidParams, "%s is %d; give 0 (the default) to %d milliseconds (24 h)", field, ms, wire.MaxDurationMS)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }

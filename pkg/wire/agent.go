@@ -4,6 +4,15 @@ import (
 	"time"
 )
 
+// MaxDurationMS bounds every duration on the wire given in milliseconds
+// (timeout_ms, idle_ms, lock_timeout_ms, grace_ms, and the channel
+// methods' timeout_ms): 0 to 24 hours, 0 meaning the default. Longer is
+// invalid_params naming the field and this range. The bound is checked
+// before any arithmetic, so no value can wrap into a short or negative
+// duration. Counts are bounded by their own limits (LogsParams.Limit,
+// cols and rows, the act limits), each documented beside its field.
+const MaxDurationMS = 24 * 60 * 60 * 1000
+
 // Session methods (agent.*). Each has a parameter type named after it.
 const (
 	MethodSpawn     = "agent.spawn"
