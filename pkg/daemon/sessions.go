@@ -297,7 +297,7 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 func logEvent(ev session.Event) wire.LogEvent {
 	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
 		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
-		Termination: wire.Termination(ev.Termination)}
+		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes}
 }
 
 func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {

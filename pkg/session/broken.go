@@ -30,8 +30,25 @@ func brokenManifest(name, reason string) *Manifest {
 	return &Manifest{Name: name, Status: StatusBroken, Reason: reason}
 }
 
-// noManifestReason is the reason given for a directory without a manifest.
+// noManifestReason is the reason given for a directory without a manifest,
+// or with the first manifest of a spawn that never got a worker.
 const noManifestReason = "it has no manifest (left by a crash or a full disk while it was being spawned)"
+
+// unfinishedReason is the reason given for a session whose spawn never
+// finished: its first manifest is there, its worker never wrote one.
+const unfinishedReason = "its spawn never finished (left by a crash while it was being spawned)"
+
+// storageReason words a failure to write under dir for people: a full disk
+// or quota names the directory, so the fix is plain.
+func storageReason(err error, dir string) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "no space left on device in " + dir
+	case errors.Is(err, syscall.EDQUOT):
+		return "disk quota exceeded in " + dir
+	}
+	return err.Error()
+}
 
 // readState reads name's manifest and judges it: a valid manifest as it
 // is; a directory being spawned by this Manager as starting; a missing or
@@ -46,6 +63,10 @@ func (m *Manager) readState(name string) (*Manifest, error) {
 			return brokenManifest(name, fmt.Sprintf("its manifest %s names the session %q", filepath.Join(dir, manifestName), man.Name)), nil
 		case !knownStatus(man.Status):
 			return brokenManifest(name, fmt.Sprintf("its manifest %s has the unknown status %q", filepath.Join(dir, manifestName), man.Status)), nil
+		case man.Status == StatusStarting && man.WorkerPID == 0 && !m.isSpawning(name):
+			b := brokenManifest(name, unfinishedReason)
+			b.Argv, b.Cwd, b.CreatedAt = man.Argv, man.Cwd, man.CreatedAt
+			return b, nil
 		}
 		return man, nil
 	}
@@ -205,7 +226,7 @@ func (m *Manager) reconcileBroken(ctx context.Context, name string, man *Manifes
 	}
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	if man.Reason == noManifestReason && !m.isSpawning(name) && !hasEvents(m.dir(name)) {
+	if (man.Reason == noManifestReason || man.Reason == unfinishedReason) && !m.isSpawning(name) && !hasEvents(m.dir(name)) {
 		if err := m.removeDir(name); err == nil {
 			ent.Action, ent.After = ActionRemovedLeftover, StatusDestroyed
 			ent.Detail = "a directory without a manifest, a worker or any event (left by a crash or a full disk during spawn): removed"

@@ -85,6 +85,16 @@
 // newline, or not a valid record) is cut when the log is opened for writing;
 // every line before it is kept. Readers skip it.
 //
+// A full disk never stops a program: a record that cannot be written takes
+// no seq and is counted (records, and bytes of data); what it half wrote is
+// cut off at once (truncate needs no space), or before the next append if
+// even that failed, so no later record fuses into it. The first record
+// written once space returns is preceded by a "gap" record with the count
+// and bytes lost: seq numbers stay contiguous and the hole is on record.
+// Spawn writes a first manifest (starting) before it starts anything, so
+// on a full disk it fails at once with ErrSpawnFailed naming the disk and
+// the directory, leaving nothing; Remove writes nothing.
+//
 // # Broken sessions
 //
 // A session directory whose manifest is missing (outside a spawn by this

@@ -255,10 +255,19 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	// A first manifest (starting, no worker yet) before anything starts:
+	// on a full disk the spawn fails here, at once, with nothing running
+	// and nothing left (the deferred RemoveAll needs no space).
+	created := time.Now().UTC()
+	if err := writeManifest(dir, &Manifest{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, EnvKeys: keys,
+		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created}); err != nil {
+		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write the manifest")
+		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
+	}
 	env := programEnv(os.Environ(), req.Env, req.Name, m.opts.DaemonSocket)
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
-		CreatedAt: time.Now().UTC()}
+		CreatedAt: created}
 	ready, exited, err := m.startWorker(ctx, spec)
 	if err != nil {
 		return nil, err

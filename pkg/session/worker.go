@@ -409,11 +409,19 @@ func (w *worker) recordOutput(p []byte) {
 	w.broadcastLocked()
 }
 
-// appendLocked writes ev to the event log; a failing log is reported once.
+// appendLocked writes ev to the event log. The program runs on whatever
+// the log does: a failing log (a full disk) is reported once per outage,
+// the log counts what it could not record and writes a gap record once it
+// can write again (see eventLog.append).
 func (w *worker) appendLocked(ev *Event) {
-	if err := w.elog.append(ev); err != nil && !w.logErr {
+	err := w.elog.append(ev)
+	switch {
+	case err != nil && !w.logErr:
 		w.logErr = true
-		w.log.Error().Err(err).Msg("event log write failed; the session runs on unrecorded")
+		w.log.Error().Err(err).Msg("event log write failed; the session runs on, and what is not recorded is counted")
+	case err == nil && w.logErr:
+		w.logErr = false
+		w.log.Info().Msg("event log writable again; the gap is recorded")
 	}
 }
 

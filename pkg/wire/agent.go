@@ -289,6 +289,11 @@ type LogEvent struct {
 	Signal      string      `json:"signal,omitempty"`
 	ExitCode    *int        `json:"exit_code,omitempty"`
 	Termination Termination `json:"termination,omitempty"`
+	// Count and Bytes are set on a "gap" record: the records, and bytes of
+	// program output or input, that could not be recorded (a full disk).
+	// Seq numbers run on across a gap; the gap record marks the hole.
+	Count uint64 `json:"count,omitempty"`
+	Bytes uint64 `json:"bytes,omitempty"`
 }
 
 // ReconcileResult is what agent.reconcile found and did.
