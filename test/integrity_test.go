@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -358,5 +359,65 @@ func symlink(t *testing.T, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFullDiskThroughAgentctl: with the state directory on a small file
+// system that is full, spawn answers spawn_failed (exit 14) naming the full
+// disk, fast, and leaves nothing; a running session goes on and rm --force
+// removes it and every process of it without needing space. Root only (a
+// tmpfs is mounted), skipped with a message otherwise.
+func TestFullDiskThroughAgentctl(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("a full disk is made with a small tmpfs, which needs root; run the tests as root to cover it")
+	}
+	h := newHome(t)
+	mkdir(t, h.state, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", h.state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for a full disk (%v: %s); skipped", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", h.state).Run() })
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "keep", "--", "cat")
+	var st struct{ Result wire.SessionStatus }
+	if err := json.Unmarshal([]byte(h.ctl(0, "--json", "status", "keep")), &st); err != nil {
+		t.Fatal(err)
+	}
+	filler, err := os.Create(filepath.Join(h.state, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			break
+		}
+	}
+	for {
+		if _, err := filler.Write(chunk[:1]); err != nil {
+			break
+		}
+	}
+	filler.Close()
+
+	start := time.Now()
+	out, errOut, code := h.agentctl("", "spawn", "t1", "--", "cat")
+	if code != 14 || !strings.Contains(errOut, "no space left on device in "+filepath.Join(h.state, "agentd", "sessions")) {
+		t.Errorf("spawn on a full disk: exit %d, stdout %q, stderr %q; want 14 naming the full disk and the directory", code, out, errOut)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("spawn on a full disk took %s, want it to fail fast", took)
+	}
+	if _, err := os.Lstat(filepath.Join(h.state, "agentd", "sessions", "t1")); !os.IsNotExist(err) {
+		t.Errorf("session directory after the failed spawn: %v, want none", err)
+	}
+	h.ctl(0, "send", "keep", "still here")
+	h.ctl(0, "rm", "--force", "keep")
+	await(t, 30*time.Second, "every process of keep gone", func() bool {
+		return !alive(st.Result.WorkerPID) && !alive(st.Result.ProgramPID)
+	})
+	if out := h.ctl(0, "list"); strings.Contains(out, "keep") || strings.Contains(out, "t1") {
+		t.Errorf("list after rm on a full disk:\n%s", out)
 	}
 }

@@ -78,7 +78,12 @@ func (d *Daemon) ackChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.channels.Ack(call.Conn, p)
+	res, err := d.channels.Ack(call.Conn, p)
+	if err != nil {
+		d.refused(call, err)
+		return nil, err
+	}
+	return res, nil
 }
 
 func (d *Daemon) listChannels(ctx context.Context, call *Call) (any, error) {

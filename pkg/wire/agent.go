@@ -111,7 +111,7 @@ type NameParams struct {
 }
 
 // StopParams end a session's program: Signal (default TERM) to its process
-// group, SIGKILL after GraceMS (default 5000).
+// group, SIGKILL after GraceMS (default 5000; 0 to MaxDurationMS).
 type StopParams struct {
 	Name    string `json:"name"`
 	Signal  string `json:"signal,omitempty"`
@@ -149,7 +149,8 @@ type RmResult struct {
 type AskParams struct {
 	Name string `json:"name"`
 	Text string `json:"text"` // at most 64 KiB; not empty, not only line breaks
-	// TimeoutMS is the ask's deadline (default 10 minutes).
+	// TimeoutMS is the ask's deadline (default 10 minutes). Like every
+	// duration here: 0 (the default) to MaxDurationMS.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// IdleMS also ends the ask once the program has been quiet this long
 	// after it reacted, prompt or not. Without it, silence ends an ask only
@@ -232,9 +233,9 @@ type SnapshotResult struct {
 type WaitParams struct {
 	Name      string `json:"name"`
 	Until     string `json:"until,omitempty"`
-	IdleMS    int64  `json:"idle_ms,omitempty"`
+	IdleMS    int64  `json:"idle_ms,omitempty"` // 0 to MaxDurationMS
 	Exit      bool   `json:"exit,omitempty"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"` // 0 (default) to MaxDurationMS
 }
 
 // WaitResult is a wait whose condition held.

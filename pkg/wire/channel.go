@@ -125,8 +125,8 @@ type PushParams struct {
 	// Ack waits until the listener acknowledges the message (channel.ack)
 	// instead of until it is written to the listener's connection.
 	Ack bool `json:"ack,omitempty"`
-	// TimeoutMS bounds a push with Ack (default 30 s); past it the push
-	// fails with timeout.
+	// TimeoutMS bounds a push with Ack (default 30 s; 0 to MaxDurationMS);
+	// past it the push fails with timeout.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
