@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // TokenEnv names the variable in which a session's program (and so every
@@ -49,8 +50,21 @@ const maxAncestry = 4096
 // token is the session's secret (TokenEnv). ok false comes with why, a
 // reason for people; err is only for ctx ending. A session that does not
 // exist or does not run vouches for nobody.
+//
+// A program may ask before its session's spawn has finished (it starts
+// before its worker has recorded it): Vouch then waits for the spawn, at
+// most SpawnTimeout.
 func (m *Manager) Vouch(ctx context.Context, name string, pid int, token string) (ok bool, why string, err error) {
 	h, man, err := m.lookup(ctx, name)
+	deadline := time.Now().Add(m.opts.SpawnTimeout)
+	for err == nil && h == nil && man.Status == StatusStarting && time.Now().Before(deadline) {
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		}
+		h, man, err = m.lookup(ctx, name)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, "", ctx.Err()
