@@ -27,8 +27,15 @@ type listenProc struct {
 
 func (h *home) startListen(args ...string) *listenProc {
 	h.t.Helper()
+	return h.startListenEnv(nil, args...)
+}
+
+// startListenEnv is startListen with extra environment (a session's
+// token, to bind its channel from outside it).
+func (h *home) startListenEnv(env []string, args ...string) *listenProc {
+	h.t.Helper()
 	cmd := exec.Command(bin.agentctl, append([]string{"channel", "listen"}, args...)...)
-	cmd.Env = h.env()
+	cmd.Env = h.env(env...)
 	lp := &listenProc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = lp.stdout, lp.stderr
 	if err := cmd.Start(); err != nil {
@@ -87,7 +94,9 @@ func TestChannelListenAndPushThroughAgentctl(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	lp := h.startListen("--id", "svc.1", "--session", "s1")
+	// Binding s1 needs proof of running inside it: its token.
+	h.ctl(0, "spawn", "s1", "--", "cat")
+	lp := h.startListenEnv([]string{"AGENTD_SESSION_TOKEN=" + h.sessionToken("s1")}, "--id", "svc.1", "--session", "s1")
 	row := h.awaitChannel("svc.1")
 	if row.Session != "s1" || row.Listener.PID != lp.cmd.Process.Pid || !strings.HasSuffix(row.Listener.Exe, "agentctl") {
 		t.Errorf("list row %+v, want bound to s1 with the listener's pid %d and executable", row, lp.cmd.Process.Pid)
@@ -259,7 +268,8 @@ func testMCPBridge(t *testing.T, protocolVersion string) {
 	h.ctl(0, "spawn", "cc", "--", "cat")
 
 	cmd := exec.Command(bin.agentctl, "channel", "mcp")
-	cmd.Env = h.env("AGENTD_SESSION=cc")
+	// Run from the test, not inside cc: the bridge proves cc with its token.
+	cmd.Env = h.env("AGENTD_SESSION=cc", "AGENTD_SESSION_TOKEN="+h.sessionToken("cc"))
 	bridgeErr := &syncBuffer{}
 	cmd.Stderr = bridgeErr
 	notes := make(chan *jsonrpc.Request, 16)

@@ -22,16 +22,23 @@ const (
 type pendingAsk struct {
 	id      string
 	session string
+	ch      *channel    // the channel the ask went to: only its listener replies
 	reply   chan string // buffered 1: a reply never blocks
 }
 
-// Reply answers a pending ask.
-func (r *Registry) Reply(p wire.ChannelReplyParams) (*wire.ChannelReplyResult, error) {
+// Reply answers a pending ask. Only the listener l holding the channel the
+// ask went to may: a reply from any other connection is ErrDenied and
+// leaves the ask waiting for the real one.
+func (r *Registry) Reply(l Listener, p wire.ChannelReplyParams) (*wire.ChannelReplyResult, error) {
 	if len(p.Text) > wire.MaxChannelReply {
 		return nil, errorf(ErrInvalid, "reply is %d bytes, over the limit of %d", len(p.Text), wire.MaxChannelReply)
 	}
 	r.mu.Lock()
 	a := r.asks[p.AskID]
+	if a != nil && a.ch.conn != l {
+		r.mu.Unlock()
+		return nil, errorf(ErrDenied, "ask %.140q went to channel %q, which this connection does not hold; only that channel's listener may reply", p.AskID, a.ch.id)
+	}
 	delete(r.asks, p.AskID)
 	r.mu.Unlock()
 	if a == nil {
@@ -63,6 +70,9 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 	}
 	if len(p.Text) > wire.MaxChannelMessage {
 		return true, nil, errorf(ErrInvalid, "ask text is %d bytes, over the limit of %d", len(p.Text), wire.MaxChannelMessage)
+	}
+	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
+		return true, nil, err
 	}
 	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
@@ -134,7 +144,7 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 
 // pend registers an ask waiting for a reply through ch.
 func (r *Registry) pend(ch *channel, session string) (*pendingAsk, error) {
-	a := &pendingAsk{id: randomID("ask-"), session: session, reply: make(chan string, 1)}
+	a := &pendingAsk{id: randomID("ask-"), session: session, ch: ch, reply: make(chan string, 1)}
 	r.mu.Lock()
 	if len(r.asks) >= MaxPendingAsks {
 		n := len(r.asks)

@@ -32,6 +32,15 @@
 //     most MaxChannels; beyond, register is busy.
 //   - Unregistering or acknowledging another listener's channel is
 //     denied (permission_denied).
+//   - Binding a channel to a session (by name, or through the session its
+//     process claims with a cc_session_id) needs the session's word that
+//     the caller runs inside it: Register's mayBind, which the daemon
+//     answers from the session component (ancestry or the session's
+//     secret). Without it, permission_denied: otherwise any program of the
+//     user could take a session's asks.
+//   - channel.reply is accepted only from the listener holding the channel
+//     the ask went to; another connection's reply is permission_denied and
+//     leaves the ask waiting.
 //   - channel.ack is cumulative: it acknowledges seq and every earlier
 //     message.
 //   - A reply to an ask that is not waiting (unknown, answered, timed out)

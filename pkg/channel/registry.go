@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 	"sync"
@@ -127,11 +128,14 @@ func randomID(prefix string) string {
 var sessionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // Register adds a channel for l. sessionOfPeer names the session the
-// listener's process runs in, for a registration that gives a
-// cc_session_id but no session ("" when none). first is true when it is l's
-// first channel: the caller then arranges DropListener for when l's
-// connection ends.
-func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfPeer func() string) (res *wire.RegisterChannelResult, first bool, err error) {
+// listener's process says it runs in, for a registration that gives a
+// cc_session_id but no session ("" when none). Binding a channel to a
+// session is an act of authority (asks to the session then go to l), so
+// before it mayBind must vouch that the caller runs inside that session;
+// its error (a reason for people) makes the registration ErrDenied. A nil
+// mayBind vouches for nobody. first is true when it is l's first channel:
+// the caller then arranges DropListener for when l's connection ends.
+func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfPeer func() string, mayBind func(session string) error) (res *wire.RegisterChannelResult, first bool, err error) {
 	if p.ChannelID == "" {
 		p.ChannelID = randomID("ch-")
 	} else if err := wire.ValidChannelID(p.ChannelID); err != nil {
@@ -152,6 +156,15 @@ func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfP
 	}
 	if len(p.Description) > wire.MaxChannelDescription || !utf8.ValidString(p.Description) {
 		return nil, false, errorf(ErrInvalid, "description is %d bytes; give at most %d bytes of UTF-8", len(p.Description), wire.MaxChannelDescription)
+	}
+	if p.Session != "" {
+		why := fmt.Errorf("no proof was checked")
+		if mayBind != nil {
+			why = mayBind(p.Session)
+		}
+		if why != nil {
+			return nil, false, errorf(ErrDenied, "binding a channel to session %q needs proof that the caller runs inside it: %v; register from a process of the session, or give its %s (session_token)", p.Session, why, wire.SessionTokenEnv)
+		}
 	}
 	ch := &channel{id: p.ChannelID, session: p.Session, cc: p.CCSessionID, desc: p.Description,
 		conn: l, registered: time.Now(), gone: make(chan struct{})}
@@ -377,8 +390,8 @@ func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushP
 	if len(p.Message) > wire.MaxChannelMessage {
 		return nil, errorf(ErrInvalid, "message is %d bytes, over the limit of %d; send a path or a reference instead", len(p.Message), wire.MaxChannelMessage)
 	}
-	if p.TimeoutMS < 0 {
-		return nil, errorf(ErrInvalid, "timeout_ms is %d; give a positive number of milliseconds, or 0 for the default", p.TimeoutMS)
+	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
+		return nil, err
 	}
 	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
 	if timeout == 0 {

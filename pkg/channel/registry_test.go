@@ -33,7 +33,7 @@ func (l *fakeListener) String() string                { return l.name }
 func TestPushesArriveInOrderAndAcksRelease(t *testing.T) {
 	r := NewRegistry()
 	l := &fakeListener{name: "l1"}
-	reg, first, err := r.Register(l, wire.RegisterChannelParams{ChannelID: "c1", Session: "w1"}, func() string { return "" })
+	reg, first, err := r.Register(l, wire.RegisterChannelParams{ChannelID: "c1", Session: "w1"}, func() string { return "" }, func(string) error { return nil })
 	if err != nil || !first || reg.ChannelID != "c1" || reg.Session != "w1" {
 		t.Fatalf("Register = %+v, %v, %v; want c1 bound to w1, first", reg, first, err)
 	}
@@ -54,7 +54,7 @@ func TestPushesArriveInOrderAndAcksRelease(t *testing.T) {
 	if _, err := r.Ack(l, wire.ChannelAckParams{ChannelID: "c1", Seq: 99}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("ack of a seq not yet sent: %v, want ErrInvalid", err)
 	}
-	if _, _, err := r.Register(&fakeListener{name: "l2"}, wire.RegisterChannelParams{ChannelID: "c2", Session: "w1"}, nil); !errors.Is(err, ErrBusy) {
+	if _, _, err := r.Register(&fakeListener{name: "l2"}, wire.RegisterChannelParams{ChannelID: "c2", Session: "w1"}, nil, func(string) error { return nil }); !errors.Is(err, ErrBusy) {
 		t.Errorf("a second channel for w1: %v, want ErrBusy", err)
 	}
 	r.DropListener(l)

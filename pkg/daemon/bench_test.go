@@ -79,7 +79,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 }
 
 func benchDaemonSocket(b *testing.B) string {
-	d := New(Config{SocketPath: filepath.Join(shortTempDir(b), "agentd.sock"), StateDir: b.TempDir()})
+	d := New(Config{SocketPath: filepath.Join(shortTempDir(b), "agentd.sock"), StateDir: filepath.Join(b.TempDir(), "state")})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -7,8 +7,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -35,8 +37,10 @@ func (d *Daemon) registerChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, first, err := d.channels.Register(call.Conn, p, func() string { return sessionOfProcess(call.Conn.Peer.PID) })
+	mayBind := func(name string) error { return d.vouch(ctx, name, call.Conn.Peer, p.SessionToken) }
+	res, first, err := d.channels.Register(call.Conn, p, func() string { return sessionOfProcess(call.Conn.Peer.PID) }, mayBind)
 	if err != nil {
+		d.refused(call, err)
 		return nil, err
 	}
 	if first {
@@ -54,6 +58,7 @@ func (d *Daemon) unregisterChannel(ctx context.Context, call *Call) (any, error)
 	}
 	res, err := d.channels.Unregister(call.Conn, p.ChannelID)
 	if err != nil {
+		d.refused(call, err)
 		return nil, err
 	}
 	d.log.Info().Str("channel", res.ChannelID).Int("undelivered", res.Undelivered).Msg("channel unregistered")
@@ -73,7 +78,12 @@ func (d *Daemon) ackChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.channels.Ack(call.Conn, p)
+	res, err := d.channels.Ack(call.Conn, p)
+	if err != nil {
+		d.refused(call, err)
+		return nil, err
+	}
+	return res, nil
 }
 
 func (d *Daemon) listChannels(ctx context.Context, call *Call) (any, error) {
@@ -88,7 +98,64 @@ func (d *Daemon) replyChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.channels.Reply(p)
+	res, err := d.channels.Reply(call.Conn, p)
+	if err != nil {
+		d.refused(call, err)
+		return nil, err
+	}
+	return res, nil
+}
+
+// vouchSessions is the session manager's answer to "does this process run
+// inside that session"; see session.Manager.Vouch.
+type vouchSessions interface {
+	Vouch(ctx context.Context, name string, pid int, token string) (bool, string, error)
+}
+
+// vouchPeer is the daemon's check that peer runs inside the session name,
+// before a channel is bound to it: its process descends from the session's
+// worker, or it gave the session's secret. It returns the reason for a
+// refusal. Tests of the daemon's own logic replace it (Daemon.vouch).
+func (d *Daemon) vouchPeer(ctx context.Context, name string, peer Peer, token string) error {
+	vs, ok := d.sessions.(vouchSessions)
+	if !ok {
+		return errors.New("the session component cannot say who runs inside a session")
+	}
+	yes, why, err := vs.Vouch(ctx, name, peer.PID, token)
+	if err != nil {
+		return err
+	}
+	if !yes {
+		return errors.New(why)
+	}
+	return nil
+}
+
+// refusalLogEvery bounds the refusals logged: one per this interval at
+// most, with the number left out since, so a program hammering the daemon
+// cannot flood the journal.
+const refusalLogEvery = time.Second
+
+// refused logs a permission_denied refusal with who was refused (the
+// peer's pid, uid and executable: the kernel's word, not the caller's).
+// Logs are rate-limited (refusalLogEvery).
+func (d *Daemon) refused(call *Call, err error) {
+	if !errors.Is(err, channel.ErrDenied) {
+		return
+	}
+	d.refusals.Lock()
+	now := time.Now()
+	if now.Sub(d.refusals.last) < refusalLogEvery {
+		d.refusals.suppressed++
+		d.refusals.Unlock()
+		return
+	}
+	d.refusals.last = now
+	suppressed := d.refusals.suppressed
+	d.refusals.suppressed = 0
+	d.refusals.Unlock()
+	d.log.Warn().Str("method", call.Method).Int("peer_pid", call.Conn.Peer.PID).Int("peer_uid", call.Conn.Peer.UID).
+		Str("peer_exe", call.Conn.Peer.Exe).Int("suppressed", suppressed).Str("reason", err.Error()).Msg("permission denied")
 }
 
 // askViaChannel sends an ask through the session's channel when it has one

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -540,14 +541,18 @@ func TestChannelAsk(t *testing.T) {
 	if err := json.Unmarshal(m.Message, &q); err != nil || q.Kind != "ask" || q.Text != "what is 6*7?" || !strings.HasPrefix(q.AskID, "ask-") {
 		t.Fatalf("ask message %s (%v), want {kind: ask, ask_id, text}", m.Message, err)
 	}
-	if r, err := replier.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: q.AskID, Text: "42"}); err != nil || r.Session != "agent1" {
+	// Only the connection holding the channel the ask went to may reply;
+	// another one's reply is refused and leaves the ask waiting.
+	_, err := replier.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: q.AskID, Text: "43 (spoofed)"})
+	wantCode(t, "reply from a connection that does not hold the channel", err, wire.CodePermissionDenied)
+	if r, err := l.c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: q.AskID, Text: "42"}); err != nil || r.Session != "agent1" {
 		t.Fatalf("reply: %+v %v", r, err)
 	}
 	a := <-done
 	if a.err != nil || a.r.Reason != "reply" || a.r.Answer != "42" || a.r.Name != "agent1" {
 		t.Errorf("ask answered %+v %v, want reason reply, answer 42", a.r, a.err)
 	}
-	_, err := replier.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: q.AskID, Text: "again"})
+	_, err = replier.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: q.AskID, Text: "again"})
 	wantCode(t, "second reply to an answered ask", err, wire.CodeInvalidParams)
 
 	// The ask's timeout applies.
@@ -578,7 +583,7 @@ func TestChannelAsk(t *testing.T) {
 func TestChannelDaemonRestart(t *testing.T) {
 	t.Parallel()
 	dir := shortTempDir(t)
-	cfg := Config{SocketPath: dir + "/agentd.sock", StateDir: t.TempDir(), ShutdownGrace: 200 * time.Millisecond}
+	cfg := Config{SocketPath: dir + "/agentd.sock", StateDir: filepath.Join(t.TempDir(), "state"), ShutdownGrace: 200 * time.Millisecond}
 	td := startDaemon(t, cfg)
 	l := newListener(t, td, false, nil)
 	l.register(wire.RegisterChannelParams{ChannelID: "survivor", Session: "s"})

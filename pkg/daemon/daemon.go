@@ -148,6 +148,15 @@ type Daemon struct {
 	channels *channel.Registry
 	build    func() string
 	budget   *rpc.Budget // shared by every connection
+	// vouch checks that a peer runs inside a session before a channel is
+	// bound to it (vouchPeer; tests of other logic may replace it).
+	vouch func(ctx context.Context, session string, peer Peer, token string) error
+	// refusals rate-limits the log of permission_denied refusals.
+	refusals struct {
+		sync.Mutex
+		last       time.Time
+		suppressed int
+	}
 
 	conns     sync.WaitGroup
 	openConns atomic.Int64
@@ -178,6 +187,7 @@ func New(cfg Config) *Daemon {
 		channels: channel.NewRegistry(),
 		budget:   rpc.NewBudget(cfg.MemoryBudget),
 	}
+	d.vouch = d.vouchPeer
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)
@@ -217,8 +227,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	if err := os.MkdirAll(d.cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
+	// The state directory holds the sessions and the audit log: another
+	// user able to write in it could plant a session or rename one.
+	if err := stateDir.ensure(d.cfg.StateDir); err != nil {
+		return err
 	}
 	// The components are built here unless the daemon was given them
 	// (tests give fakes: see withComponents).

@@ -47,9 +47,13 @@ func startDaemon(t *testing.T, cfg Config, extra ...Route) *testDaemon {
 		cfg.SocketPath = filepath.Join(shortTempDir(t), "run", "agentd.sock")
 	}
 	if cfg.StateDir == "" {
-		cfg.StateDir = t.TempDir()
+		cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	}
 	d := New(cfg)
+	// These tests bind channels to sessions that do not run; who may bind
+	// is tested with real sessions (test/integrity_test.go) and in
+	// TestChannelAuthority.
+	d.vouch = func(context.Context, string, Peer, string) error { return nil }
 	d.router.register(extra...)
 	return serveDaemon(t, d, cfg.SocketPath)
 }
@@ -523,7 +527,7 @@ func TestSocketDirectoryChecks(t *testing.T) {
 		cases["foreign"] = struct{ dir, want string }{foreign, "owned by uid 65534"}
 	}
 	for name, tc := range cases {
-		err := New(Config{SocketPath: filepath.Join(tc.dir, "s.sock"), StateDir: t.TempDir()}).Run(context.Background())
+		err := New(Config{SocketPath: filepath.Join(tc.dir, "s.sock"), StateDir: filepath.Join(t.TempDir(), "state")}).Run(context.Background())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
 		}
@@ -545,7 +549,7 @@ func TestOneDaemonPerSocketAndStaleSocket(t *testing.T) {
 	if _, err := td.client(t).Hello(context.Background(), wire.HelloParams{}); err != nil {
 		t.Fatalf("daemon did not replace the stale socket: %v", err)
 	}
-	err = New(Config{SocketPath: sock, StateDir: t.TempDir()}).Run(context.Background())
+	err = New(Config{SocketPath: sock, StateDir: filepath.Join(t.TempDir(), "state")}).Run(context.Background())
 	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), "pid ") {
 		t.Errorf("second daemon: got %v, want ErrAlreadyRunning naming the pid", err)
 	}
@@ -559,7 +563,7 @@ func TestSocketPathTooLong(t *testing.T) {
 	t.Parallel()
 	dir := shortTempDir(t)
 	long := filepath.Join(dir, strings.Repeat("s", 120)+".sock")
-	err := New(Config{SocketPath: long, StateDir: t.TempDir()}).Run(context.Background())
+	err := New(Config{SocketPath: long, StateDir: filepath.Join(t.TempDir(), "state")}).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "shorter path") {
 		t.Errorf("got %v, want an error asking for a shorter path", err)
 	}

@@ -20,4 +20,14 @@
 //     before any request is read.
 //   - Idle connections are never timed out (channel listeners sit idle);
 //     only a frame that has begun must complete within ReadTimeout.
+//   - The state directory is held to the socket directory's rules: created
+//     0700, a real directory (not a link), the user's, closed to others,
+//     checked with lstat and again on the directory opened O_NOFOLLOW;
+//     otherwise Run refuses to start, naming the fix. Another user able to
+//     write there could plant or rename sessions. pkg/session checks
+//     sessions/ and its files the same way.
+//   - Binding a channel to a session needs the session component's word
+//     that the peer runs inside it (vouchPeer: a descendant of its worker,
+//     or the session's secret); refusals are permission_denied and logged
+//     with the peer's pid, uid and executable, at most one a second.
 package daemon

@@ -51,7 +51,7 @@ func TestDomainErrorsReachTheClientAsCodes(t *testing.T) {
 	} {
 		t.Run(tt.kind.Error(), func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: t.TempDir()}
+			cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state")}
 			td := serveDaemon(t, New(cfg).withComponents(fakeSessions{err: tt.kind}, fakeScreen{}), cfg.SocketPath)
 			c, err := wire.Dial(context.Background(), td.socket, wire.ClientOptions{})
 			if err != nil {

@@ -21,40 +21,82 @@ const maxSocketPath = 107
 // ErrAlreadyRunning is returned by Run when another agentd holds the lock.
 var ErrAlreadyRunning = errors.New("agentd is already running")
 
+// privateDir names a directory the daemon holds to the socket directory's
+// rules, for the messages that refuse it: what it is, and how to use
+// another one instead.
+type privateDir struct {
+	what      string // "socket directory"
+	elsewhere string // "choose another socket path with --socket"
+}
+
+var (
+	socketDir = privateDir{"socket directory", "choose another socket path with --socket"}
+	stateDir  = privateDir{"state directory", "point XDG_STATE_HOME at a directory of yours"}
+)
+
 // ensurePrivateDir creates dir (0700) when missing, then verifies with lstat
 // that it is a real directory, owned by this user, and closed to others: the
 // socket inside it is the only gate to the user's agents and screen.
-func ensurePrivateDir(dir string) error {
+func ensurePrivateDir(dir string) error { return socketDir.ensure(dir) }
+
+// ensure creates dir (0700, and its missing parents 0700) when missing,
+// then checks it (check).
+func (p privateDir) ensure(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-				return fmt.Errorf("create socket directory %s: %w", dir, err)
+				return fmt.Errorf("create %s %s: %w", p.what, dir, err)
 			}
 			err = os.Mkdir(dir, 0o700)
 		}
 		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create socket directory %s: %w", dir, err)
+			return fmt.Errorf("create %s %s: %w", p.what, dir, err)
 		}
 	}
-	return checkPrivateDir(dir)
+	return p.check(dir)
 }
 
-// checkPrivateDir refuses a directory that is a symlink, foreign-owned, or
-// open to group or others, saying what is wrong and how to fix it.
-func checkPrivateDir(dir string) error {
+// checkPrivateDir refuses a socket directory that is a symlink,
+// foreign-owned, or open to group or others.
+func checkPrivateDir(dir string) error { return socketDir.check(dir) }
+
+// check refuses a directory that is a symlink, foreign-owned, or open to
+// group or others, saying what is wrong and how to fix it. It looks twice:
+// with lstat, and on the directory opened without following a link, so a
+// directory swapped between the two is refused too.
+func (p privateDir) check(dir string) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("socket directory %s: %w", dir, err)
+		return fmt.Errorf("%s %s: %w", p.what, dir, err)
 	}
+	if err := p.judge(dir, &st); err != nil {
+		return err
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s %s: open: %w; remove it and start agentd again", p.what, dir, err)
+	}
+	defer unix.Close(fd)
+	var ost unix.Stat_t
+	if err := unix.Fstat(fd, &ost); err != nil {
+		return fmt.Errorf("%s %s: %w", p.what, dir, err)
+	}
+	if ost.Dev != st.Dev || ost.Ino != st.Ino {
+		return fmt.Errorf("%s %s changed while it was checked; something is replacing it; remove it and start agentd again", p.what, dir)
+	}
+	return p.judge(dir, &ost)
+}
+
+func (p privateDir) judge(dir string, st *unix.Stat_t) error {
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return fmt.Errorf("socket directory %s is a symbolic link, which another user could have planted; remove it (rm %s) and start agentd again", dir, dir)
+		return fmt.Errorf("%s %s is a symbolic link, which another user could have planted; remove it (rm %s) and start agentd again", p.what, dir, dir)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("socket directory %s is not a directory; remove it or choose another socket path with --socket", dir)
+		return fmt.Errorf("%s %s is not a directory; remove it or %s", p.what, dir, p.elsewhere)
 	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("socket directory %s is owned by uid %d, not by you (uid %d); remove it or choose another socket path with --socket", dir, st.Uid, os.Getuid())
+		return fmt.Errorf("%s %s is owned by uid %d, not by you (uid %d); remove it or %s", p.what, dir, st.Uid, os.Getuid(), p.elsewhere)
 	case st.Mode&0o077 != 0:
-		return fmt.Errorf("socket directory %s has mode %04o, open to other users; run chmod 700 %s", dir, st.Mode&0o7777, dir)
+		return fmt.Errorf("%s %s has mode %04o, open to other users; run chmod 700 %s", p.what, dir, st.Mode&0o7777, dir)
 	}
 	return nil
 }

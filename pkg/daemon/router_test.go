@@ -12,7 +12,7 @@ import (
 // method the contract names but the daemon does not serve, or a route the
 // contract does not name, fails here rather than in a client.
 func TestEveryContractMethodIsRouted(t *testing.T) {
-	d := New(Config{SocketPath: filepath.Join(t.TempDir(), "s.sock"), StateDir: t.TempDir()})
+	d := New(Config{SocketPath: filepath.Join(t.TempDir(), "s.sock"), StateDir: filepath.Join(t.TempDir(), "state")})
 	served := d.router.methods()
 	for _, m := range wire.Methods {
 		if !slices.Contains(served, m) {

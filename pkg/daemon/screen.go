@@ -34,7 +34,7 @@ func shotRequest(p *wire.ScreenshotParams) capture.ScreenshotRequest {
 		return capture.ScreenshotRequest{MaxInlineBytes: wire.MaxInlineImageBytes}
 	}
 	req := capture.ScreenshotRequest{Format: p.Format, Quality: p.Quality, Monitor: p.Monitor, MaxWidth: p.MaxWidth,
-		Path: p.Path, MaxInlineBytes: wire.MaxInlineImageBytes}
+		Path: p.Path, Overwrite: p.Overwrite, MaxInlineBytes: wire.MaxInlineImageBytes}
 	if p.Region != nil {
 		req.Region = &capture.Region{X: p.Region.X, Y: p.Region.Y, Width: p.Region.Width, Height: p.Region.Height}
 	}

@@ -54,9 +54,11 @@ func (d *Daemon) sessionRoutes() []Route {
 	}
 }
 
+// msDuration turns a wire duration into a time.Duration, refusing one
+// outside 0..wire.MaxDurationMS before multiplying, so nothing wraps.
 func msDuration(ms int64, field string) (time.Duration, error) {
-	if ms < 0 {
-		return 0, wire.Errorf(wire.CodeInvalidParams, "%s is %d; give a positive number of milliseconds, or 0 for the default", field, ms)
+	if ms < 0 || ms > wire.MaxDurationMS {
+		return 0, wire.Errorf(wire.CodeInvalidParams, "%s is %d; give 0 (the default) to %d milliseconds (24 h)", field, ms, wire.MaxDurationMS)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -114,7 +116,7 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 		res.Sessions = append(res.Sessions, wire.SessionRow{
 			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
 			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-			ExitCode: r.ExitCode, Signal: r.Signal,
+			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason,
 		})
 	}
 	return res, nil
@@ -295,7 +297,7 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 func logEvent(ev session.Event) wire.LogEvent {
 	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
 		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
-		Termination: wire.Termination(ev.Termination)}
+		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes}
 }
 
 func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {

@@ -52,6 +52,16 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 		[]string{session.ReasonMatched, session.ReasonIdle, session.ReasonExited},
 		[]string{string(wire.WaitReasonMatched), string(wire.WaitReasonIdle), string(wire.WaitReasonExited)})
 	pairs("reconcile actions",
-		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded},
-		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded)})
+		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded,
+			session.ActionBroken, session.ActionOrphanWorker, session.ActionRemovedLeftover},
+		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded),
+			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover)})
+}
+
+// TestSessionTokenVariableIsTheContracts: the worker sets the variable the
+// wire client reads; spelled twice, once per side, they must agree.
+func TestSessionTokenVariableIsTheContracts(t *testing.T) {
+	if session.TokenEnv != wire.SessionTokenEnv {
+		t.Errorf("the session component sets %s, the wire client reads %s", session.TokenEnv, wire.SessionTokenEnv)
+	}
 }

@@ -97,12 +97,58 @@
 // newline, or not a valid record) is cut when the log is opened for writing;
 // every line before it is kept. Readers skip it.
 //
+// A full disk never stops a program: a record that cannot be written takes
+// no seq and is counted (records, and bytes of data); what it half wrote is
+// cut off at once (truncate needs no space), or before the next append if
+// even that failed, so no later record fuses into it. The first record
+// written once space returns is preceded by a "gap" record with the count
+// and bytes lost: seq numbers stay contiguous and the hole is on record.
+// Spawn writes a first manifest (starting) before it starts anything, so
+// on a full disk it fails at once with ErrSpawnFailed naming the disk and
+// the directory, leaving nothing; Remove writes nothing.
+//
+// # Broken sessions
+//
+// A session directory whose manifest is missing (outside a spawn by this
+// Manager) or damaged is reported with StatusBroken and the reason, by
+// List, Status and every method that refuses it; it is never dropped from
+// List nor an internal error. Stop ends whatever of it runs: a worker that
+// answers on its socket stops its program as usual (and writes a valid
+// manifest again); one found only by its process (workerDirEnv) gets
+// SIGTERM, which stops its program and records the end, and is killed with
+// everything below it if it has not exited past DefaultStopGrace. Remove
+// deletes a broken session, with force while a worker of it lives.
+// Reconcile classifies every directory: attached, ended, marked failed,
+// broken (kept: it may hold a log worth reading), orphan worker, and
+// removed leftovers (no manifest, no worker, no event; or a ".rm-"
+// directory an interrupted removal left). Removal writes nothing, not even
+// a "destroying" manifest, so it works on a full disk.
+//
 // # Spawn failure
 //
 // A program that cannot start (missing binary, unreadable cwd) makes Spawn
-// return ErrSpawnFailed with the reason, and leaves no session behind, so the
-// name can be used again at once. The termination category spawn_failure is
-// carried by that error (SpawnError).
+// return ErrSpawnFailed with the reason, and leaves no session behind (no
+// directory, no socket, no worker), so the name can be used again at once.
+// The reason names the cause and the path, as the shell would: "exec
+// /nonexistent/bin: no such file or directory", "exec /f: permission denied
+// (not executable)", "working directory /d: no such file or directory". The
+// worker checks the working directory and the command before it opens
+// anything, and exec's own errors are put in the same words. The
+// termination category spawn_failure is carried by that error (SpawnError).
+//
+// Every worker's environment holds AGENTD_WORKER_SESSION_DIR, its session
+// directory, so a worker can be found by its process when its socket or
+// manifest is gone.
+//
+// # Session secret
+//
+// The worker makes a random secret for its session at start and puts it
+// in the program's environment as TokenEnv (AGENTD_SESSION_TOKEN), replacing
+// any inherited one, and nowhere else: not argv, not a file, not the
+// manifest. It tells the Manager in its hello, over its private socket;
+// the Manager keeps it in memory (never in Info). Vouch uses it, with
+// process ancestry, to say whether a process runs inside a session, which
+// the daemon asks before binding a channel to a session.
 //
 // # Privacy
 //

@@ -29,6 +29,11 @@ const (
 	EventSignal EventType = "signal" // a signal was sent to the program (Signal)
 	EventExit   EventType = "exit"   // the program ended (ExitCode or Signal, Termination)
 	EventMarker EventType = "marker" // a note from agentd itself (Text)
+	// EventGap: records were lost (the disk was full): Count records,
+	// Bytes of them program output or input, Text says why. It is written
+	// before the first record that could be recorded again, so seq numbers
+	// stay contiguous and the log says where it has a hole.
+	EventGap EventType = "gap"
 )
 
 // Event is one record of the event log.
@@ -46,6 +51,9 @@ type Event struct {
 	Signal      string      `json:"signal,omitempty"`
 	ExitCode    *int        `json:"exit_code,omitempty"`
 	Termination Termination `json:"termination,omitempty"`
+	// Count and Bytes are what a gap lost: records, and bytes of data.
+	Count uint64 `json:"count,omitempty"`
+	Bytes uint64 `json:"bytes,omitempty"`
 }
 
 // eventJSON is Event's representation on disk.
@@ -62,12 +70,14 @@ type eventJSON struct {
 	Signal      string      `json:"signal,omitempty"`
 	ExitCode    *int        `json:"exit_code,omitempty"`
 	Termination Termination `json:"termination,omitempty"`
+	Count       uint64      `json:"count,omitempty"`
+	Bytes       uint64      `json:"bytes,omitempty"`
 }
 
 // MarshalJSON encodes e as one log record (without the newline).
 func (e Event) MarshalJSON() ([]byte, error) {
 	j := eventJSON{Seq: e.Seq, TS: e.TS, Type: e.Type, Text: e.Text, Reason: e.Reason, Cols: e.Cols, Rows: e.Rows,
-		Signal: e.Signal, ExitCode: e.ExitCode, Termination: e.Termination}
+		Signal: e.Signal, ExitCode: e.ExitCode, Termination: e.Termination, Count: e.Count, Bytes: e.Bytes}
 	if e.Data != nil {
 		if utf8.Valid(e.Data) {
 			s := string(e.Data)
@@ -86,7 +96,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = Event{Seq: j.Seq, TS: j.TS, Type: j.Type, Text: j.Text, Reason: j.Reason, Cols: j.Cols, Rows: j.Rows,
-		Signal: j.Signal, ExitCode: j.ExitCode, Termination: j.Termination}
+		Signal: j.Signal, ExitCode: j.ExitCode, Termination: j.Termination, Count: j.Count, Bytes: j.Bytes}
 	switch {
 	case j.Data != nil && j.DataB64 != "":
 		return errors.New("record has both data and data_b64")
@@ -145,9 +155,19 @@ type eventLog struct {
 	dir  string
 	cap  int64
 	f    *os.File
-	size int64
+	size int64 // the bytes of whole records in f
 	seq  uint64
 	buf  []byte
+
+	// torn is set when a write failed part way and the partial record
+	// could not be cut off at once; it is cut (truncate, which needs no
+	// space) before the next append, so no later record fuses into it.
+	torn bool
+	// lost counts the records, and their data bytes, that could not be
+	// written since the last gap record; the next append that can be
+	// written is preceded by a gap record saying so.
+	lostCount, lostBytes uint64
+	lostWhy              error
 }
 
 // openEventLog opens (creating) dir's event log for appending, cutting a
@@ -157,7 +177,7 @@ func openEventLog(dir string, capBytes int64) (*eventLog, error) {
 		capBytes = MinLogCap
 	}
 	path := filepath.Join(dir, logName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
@@ -219,9 +239,48 @@ func recoverLog(f *os.File) (size int64, lastSeq uint64, err error) {
 
 // append assigns ev the next seq (and a timestamp when it has none), writes
 // it with one write call, and rotates when the log passes half its cap.
+//
+// A write that fails (a full disk) takes no seq: the record is counted as
+// lost, what it half wrote is cut off, and once writing works again a gap
+// record (EventGap, with the count and bytes lost) comes first. So seq
+// numbers stay contiguous, every line is a whole record, and the log says
+// where it has a hole. The error is returned for the caller to report.
 func (l *eventLog) append(ev *Event) error {
-	l.seq++
-	ev.Seq = l.seq
+	if l.torn {
+		if err := l.f.Truncate(l.size); err != nil {
+			l.lose(ev, err)
+			return fmt.Errorf("cut a torn event log record: %w", err)
+		}
+		l.torn = false
+	}
+	if l.lostCount > 0 {
+		gap := Event{Type: EventGap, Count: l.lostCount, Bytes: l.lostBytes,
+			Text: fmt.Sprintf("%d records (%d bytes of data) could not be recorded: %v", l.lostCount, l.lostBytes, l.lostWhy)}
+		if err := l.write(&gap); err != nil {
+			l.lose(ev, err)
+			return err
+		}
+		l.lostCount, l.lostBytes, l.lostWhy = 0, 0, nil
+	}
+	if err := l.write(ev); err != nil {
+		l.lose(ev, err)
+		return err
+	}
+	return nil
+}
+
+// lose counts ev as not recorded.
+func (l *eventLog) lose(ev *Event, why error) {
+	ev.Seq = 0
+	l.lostCount++
+	l.lostBytes += uint64(len(ev.Data))
+	l.lostWhy = why
+}
+
+// write appends one record, taking the next seq only when it is written
+// whole.
+func (l *eventLog) write(ev *Event) error {
+	ev.Seq = l.seq + 1
 	if ev.TS.IsZero() {
 		ev.TS = time.Now().UTC()
 	}
@@ -242,11 +301,20 @@ func (l *eventLog) append(ev *Event) error {
 		}
 	}
 	n, err := l.f.Write(l.buf)
-	l.size += int64(n)
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil
 	}
-	return err
+	if err != nil {
+		if n > 0 {
+			// Cut the partial record now; if even that fails, before the
+			// next append.
+			l.torn = l.f.Truncate(l.size) != nil
+		}
+		return err
+	}
+	l.seq++
+	l.size += int64(n)
+	return nil
 }
 
 func (l *eventLog) rotate() error {
@@ -254,7 +322,7 @@ func (l *eventLog) rotate() error {
 	if err := os.Rename(path, filepath.Join(l.dir, logOldName)); err != nil {
 		return fmt.Errorf("rotate event log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
+	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC)
 	if err != nil {
 		return fmt.Errorf("rotate event log: %w", err)
 	}
@@ -337,7 +405,7 @@ func (r *logReader) poll(fn func(Event) error) error {
 func (r *logReader) openCurrent() error {
 	r.close()
 	r.part = nil
-	f, err := os.Open(filepath.Join(r.dir, logName))
+	f, err := openNoFollow(filepath.Join(r.dir, logName), os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -354,7 +422,7 @@ func (r *logReader) openCurrent() error {
 }
 
 func (r *logReader) readFile(path string, fn func(Event) error) error {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

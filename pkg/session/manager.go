@@ -71,9 +71,12 @@ type Manager struct {
 	mu       sync.Mutex
 	live     map[string]*handle
 	spawning int
-	closed   bool
-	closing  chan struct{}
-	wg       sync.WaitGroup // watchers
+	// spawningNames are the sessions this Manager is spawning: their
+	// directory has no manifest yet and that is not a fault.
+	spawningNames map[string]bool
+	closed        bool
+	closing       chan struct{}
+	wg            sync.WaitGroup // watchers
 
 	// askIDs number asks for cancelling; askEpoch keeps the numbers of
 	// one Manager apart from an earlier one's.
@@ -88,6 +91,7 @@ type handle struct {
 	workerPID   int
 	workerStart uint64
 	programPID  int
+	token       string // the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
 }
@@ -120,16 +124,25 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.SpawnTimeout = 15 * time.Second
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
-		live: map[string]*handle{}, closing: make(chan struct{})}
+		live: map[string]*handle{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
 	} else {
 		m.log = zerolog.Nop()
 	}
-	for _, d := range []string{m.sessions, opts.RuntimeDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
-		}
+	// The state directory above sessions/ is the daemon's to check; the
+	// runtime directory's parent is the socket directory, checked too.
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", opts.StateDir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.RuntimeDir), 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Dir(opts.RuntimeDir), err)
+	}
+	if err := ensureOwnDir("sessions directory", m.sessions); err != nil {
+		return nil, err
+	}
+	if err := ensureOwnDir("session socket directory", opts.RuntimeDir); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -214,11 +227,17 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		m.mu.Unlock()
 		return nil, errorf(ErrBusy, "%d sessions are running, the limit; stop or remove one first", m.opts.MaxSessions)
 	}
+	if m.spawningNames[req.Name] {
+		m.mu.Unlock()
+		return nil, errorf(ErrExists, "session %q is being spawned; pick another name", req.Name)
+	}
 	m.spawning++
+	m.spawningNames[req.Name] = true
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		m.spawning--
+		delete(m.spawningNames, req.Name)
 		m.mu.Unlock()
 	}()
 
@@ -236,10 +255,19 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	// A first manifest (starting, no worker yet) before anything starts:
+	// on a full disk the spawn fails here, at once, with nothing running
+	// and nothing left (the deferred RemoveAll needs no space).
+	created := time.Now().UTC()
+	if err := writeManifest(dir, &Manifest{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, EnvKeys: keys,
+		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created}); err != nil {
+		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write the manifest")
+		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
+	}
 	env := programEnv(os.Environ(), req.Env, req.Name, m.opts.DaemonSocket)
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
-		CreatedAt: time.Now().UTC()}
+		CreatedAt: created}
 	ready, exited, err := m.startWorker(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -316,12 +344,16 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	defer conn.Close()
-	logf, err := os.OpenFile(filepath.Join(spec.SessionDir, "worker.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	logf, err := openNoFollow(filepath.Join(spec.SessionDir, "worker.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	wc := m.opts.WorkerCommand
-	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: append(os.Environ(), m.opts.WorkerEnv...), Dir: "/",
+	// The worker's environment names its session directory, so a worker
+	// that lost its socket or its manifest can still be found (and ended)
+	// by its process: see workersOf.
+	wenv := append(append(os.Environ(), m.opts.WorkerEnv...), workerDirEnv+"="+spec.SessionDir)
+	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: wenv, Dir: "/",
 		Stdout: logf, Stderr: logf, ExtraFiles: []*os.File{child},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if filepath.Base(wc[0]) == wc[0] {
@@ -413,7 +445,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 		c.Close()
 		return nil, decodeError(err)
 	}
-	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID,
+	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, token: st.Token,
 		socket: m.socket(name), gone: make(chan struct{})}
 	if ps, ok := readProcStat(st.WorkerPID); ok {
 		h.workerStart = ps.start
@@ -522,17 +554,13 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 			return nil, nil, ctx.Err()
 		}
 	}
-	man, err := readManifest(m.dir(name))
+	man, err := m.readState(name)
 	if err != nil {
-		if errors.Is(err, errNoManifest) {
-			if _, serr := os.Stat(m.dir(name)); serr != nil {
-				return nil, nil, notFound(name)
-			}
-			return nil, &Manifest{Name: name, Status: StatusStarting}, nil
-		}
 		return nil, nil, err
 	}
-	if !man.Status.Allows().Live {
+	if !man.Status.Allows().Live || man.Status == StatusStarting && man.WorkerPID == 0 {
+		// Ended, broken, or being spawned by this Manager (no worker to
+		// attach to yet).
 		return nil, man, nil
 	}
 	h, err = m.attach(ctx, name)
@@ -542,7 +570,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	// No worker answers: judge it.
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	man, rerr := readManifest(m.dir(name))
+	man, rerr := m.readState(name)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
@@ -559,7 +587,7 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 // its worker has exited, so nothing writes to its files any more), or nil
 // while it runs.
 func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error) {
-	man, err := readManifest(m.dir(h.name))
+	man, err := m.readState(h.name)
 	if err != nil || !man.Status.Terminal() {
 		return nil, err
 	}
@@ -617,9 +645,16 @@ func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
 }
 
 func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
-	man, err := readManifest(m.dir(name))
+	man, err := m.readState(name)
 	if err != nil {
 		return nil, err
+	}
+	if man.Status == StatusBroken {
+		// The worker runs, but its record is damaged: say so, as List does,
+		// with what the worker says of itself.
+		info := infoFromManifest(man)
+		info.WorkerPID, info.ProgramPID, info.Cols, info.Rows = st.WorkerPID, st.ProgramPID, st.Cols, st.Rows
+		return info, nil
 	}
 	return &Info{Name: name, Status: st.Status, Allows: st.Status.Allows(), WorkerPID: st.WorkerPID, ProgramPID: st.ProgramPID,
 		Termination: st.Exit.Termination, ExitCode: st.Exit.ExitCode, Signal: st.Exit.Signal,
@@ -650,7 +685,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 		case <-h.gone:
 		case <-time.After(2 * time.Second):
 		}
-		if man, err = readManifest(m.dir(name)); err != nil {
+		if man, err = m.readState(name); err != nil {
 			return nil, err
 		}
 	}
@@ -670,19 +705,15 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
 		}
-		man, err := readManifest(m.dir(e.Name()))
+		man, err := m.readState(e.Name())
 		if err != nil {
-			if !errors.Is(err, errNoManifest) {
-				m.log.Warn().Err(err).Str("session", e.Name()).Msg("unreadable manifest")
-				continue
-			}
-			man = &Manifest{Name: e.Name(), Status: StatusStarting}
+			continue // removed meanwhile
 		}
 		if len(req.Status) > 0 && !slices.Contains(req.Status, man.Status) {
 			continue
 		}
 		le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
-			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal}
+			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
 		if !man.CreatedAt.IsZero() {
 			le.Age = time.Since(man.CreatedAt)
 		}
@@ -741,6 +772,9 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 		return nil, err
 	}
 	if h == nil {
+		if man.Status == StatusBroken {
+			return m.stopBroken(ctx, req.Name, sig, req.Grace)
+		}
 		if !man.Status.Terminal() {
 			return nil, statusError(req.Name, man.Status, "", "stop")
 		}
@@ -766,7 +800,7 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	man, err = readManifest(m.dir(req.Name))
+	man, err = m.readState(req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -786,11 +820,26 @@ func exitFromManifest(man *Manifest) *ExitInfo {
 }
 
 // Remove deletes an ended session and its files. A live session is
-// ErrInvalidStatus unless force, which stops it first (DefaultStopGrace).
+// ErrInvalidStatus unless force, which stops it first (DefaultStopGrace). A
+// broken session (StatusBroken) is removed too; while a worker of it still
+// runs, only with force, which ends that worker first. Removal writes
+// nothing, so it works on a full disk.
 func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
 		return err
+	}
+	if h == nil && man.Status == StatusBroken {
+		if pid, how := m.liveWorker(ctx, name); pid > 0 {
+			if !force {
+				return errorf(ErrInvalidStatus, "session %q is broken (%s) and its worker (pid %d, found by %s) still runs; stop it first (agentctl stop %s) or remove it with --force",
+					name, man.Reason, pid, how, name)
+			}
+			if _, err := m.stopBroken(ctx, name, syscall.SIGTERM, 0); err != nil {
+				return err
+			}
+		}
+		return m.removeLocked(name)
 	}
 	if h != nil {
 		if man, err = m.settleEnded(ctx, h); err != nil {
@@ -822,26 +871,15 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 				}
 			}
 		}
-		if man, err = readManifest(m.dir(name)); err != nil {
-			return err
-		}
 	}
+	return m.removeLocked(name)
+}
+
+func (m *Manager) removeLocked(name string) error {
 	m.attachMu.Lock()
 	defer m.attachMu.Unlock()
-	dir := m.dir(name)
-	man.Status = StatusDestroying
-	if err := writeManifest(dir, man); err != nil {
+	if err := m.removeDir(name); err != nil {
 		return err
-	}
-	// Rename first, so the name is free at once and a crash mid-removal
-	// leaves no half session behind under it.
-	trash := filepath.Join(m.sessions, ".rm-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	if err := os.Rename(dir, trash); err != nil {
-		return fmt.Errorf("remove session %q: %w", name, err)
-	}
-	os.Remove(m.socket(name))
-	if err := os.RemoveAll(trash); err != nil {
-		return fmt.Errorf("remove session %q: %w", name, err)
 	}
 	m.log.Info().Str("session", name).Msg("session removed")
 	return nil

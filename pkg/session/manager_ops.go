@@ -134,7 +134,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string) (*Snapshot, error) 
 		} else if !errors.Is(err, ErrInvalidStatus) {
 			return nil, err
 		}
-		if man, err = readManifest(m.dir(name)); err != nil {
+		if man, err = m.readState(name); err != nil {
 			return nil, err
 		}
 	}
@@ -204,7 +204,7 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 			return &res, nil
 		}
 		// The worker went away with the program: that is the exit.
-		if man, err = readManifest(m.dir(req.Name)); err != nil {
+		if man, err = m.readState(req.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +308,7 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
-	rep := &ReconcileReport{}
+	rep := &ReconcileReport{Sessions: m.clearTrash(ents)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -356,13 +356,19 @@ func sortEntries(es []ReconcileEntry) {
 
 func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry {
 	ent := ReconcileEntry{Name: name}
-	man, err := readManifest(m.dir(name))
+	man, err := m.readState(name)
 	if err != nil {
 		ent.Action, ent.Detail = ActionUnreachable, err.Error()
-		if errors.Is(err, errNoManifest) {
-			ent.Detail = "no manifest yet (being spawned, or left by a crash during spawn; agentctl rm --force removes it)"
-		}
 		return ent
+	}
+	switch man.Status {
+	case StatusBroken:
+		return m.reconcileBroken(ctx, name, man)
+	case StatusStarting:
+		if man.WorkerPID == 0 {
+			ent.Before, ent.After, ent.Action, ent.Detail = StatusStarting, StatusStarting, ActionUnreachable, "being spawned"
+			return ent
+		}
 	}
 	ent.Before, ent.After = man.Status, man.Status
 	if !man.Status.Allows().Live {

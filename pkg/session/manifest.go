@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -104,7 +105,7 @@ func writeManifest(dir string, m *Manifest) error {
 var errNoManifest = errors.New("no manifest")
 
 func readManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	b, err := readNoFollow(filepath.Join(dir, manifestName))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errNoManifest
@@ -119,3 +120,21 @@ func readManifest(dir string) (*Manifest, error) {
 }
 
 func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// maxManifest bounds what is read of a manifest: a real one is a few KiB
+// (argv and env names are bounded), so a huge file is damaged, not read.
+const maxManifest = 4 << 20
+
+// readNoFollow reads a session file without following a link.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := openNoFollow(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
+	if err == nil && len(b) > maxManifest {
+		return nil, fmt.Errorf("%s is over %d bytes", path, maxManifest)
+	}
+	return b, err
+}

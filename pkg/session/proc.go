@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -125,4 +126,32 @@ func signalAll(pgid int, pids []int, sig syscall.Signal) {
 	for _, p := range pids {
 		syscall.Kill(p, sig)
 	}
+}
+
+// workerDirEnv is set in every worker's environment to its session
+// directory. /proc/<pid>/environ is readable by the same user only, and it
+// is what a worker was started with, so it identifies the worker of a
+// session even when its socket and manifest are gone. The directory, not
+// the name, is used because several agentd (tests, other state
+// directories) may run sessions of one name at once.
+const workerDirEnv = "AGENTD_WORKER_SESSION_DIR"
+
+// workersOf returns the live processes (not zombies) whose environment says
+// they are the worker of the session directory dir.
+func workersOf(dir string) []procStat {
+	want := []byte(workerDirEnv + "=" + filepath.Clean(dir) + "\x00")
+	var out []procStat
+	for _, p := range allProcs() {
+		if p.state == 'Z' || p.state == 'X' || p.pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

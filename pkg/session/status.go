@@ -21,6 +21,11 @@ const (
 	// StatusDestroyed: the session is gone (only ever reported, never stored
 	// for long).
 	StatusDestroyed Status = "destroyed"
+	// StatusBroken: the session's manifest is missing or damaged, so what
+	// it is cannot be told (Info.Reason says why). Never stored: it is how
+	// such a directory is reported. Stop ends whatever of it runs; Remove
+	// deletes it (with force while a worker of it lives).
+	StatusBroken Status = "broken"
 )
 
 // Termination says how a session ended.
@@ -68,6 +73,10 @@ var StatusTable = map[Status]Allows{
 	StatusFailed:     {Remove: true, Terminal: true},
 	StatusDestroying: {Terminal: true},
 	StatusDestroyed:  {Terminal: true},
+	// Broken is neither live nor terminal: it cannot be told whether a
+	// worker runs until one is looked for. Remove handles it by itself
+	// (without force when no worker of it lives).
+	StatusBroken: {Stop: true},
 }
 
 // Allows returns what s allows; an unknown status allows nothing.

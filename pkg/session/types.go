@@ -64,6 +64,8 @@ type ListEntry struct {
 	Termination  Termination   `json:"termination,omitempty"`
 	ExitCode     *int          `json:"exit_code,omitempty"`
 	Signal       string        `json:"signal,omitempty"`
+	// Reason says why a session failed or is broken, for people.
+	Reason string `json:"reason,omitempty"`
 }
 
 // StopRequest ends a session's program.
@@ -219,6 +221,16 @@ const (
 	ActionMarkedDead  = "marked_failed" // the worker is gone; the session is now failed (host_death)
 	ActionUnreachable = "left_unknown"  // could not tell (e.g. the socket timed out); left as it was
 	ActionEnded       = "ended"         // already ended; nothing to do
+	// ActionBroken: the manifest is missing or damaged and no worker runs;
+	// kept (it may hold a log worth reading), listed as broken, rm removes it.
+	ActionBroken = "broken"
+	// ActionOrphanWorker: the manifest is missing or damaged but a worker
+	// runs (found by its socket or its process); listed as broken, stop ends
+	// it.
+	ActionOrphanWorker = "orphan_worker"
+	// ActionRemovedLeftover: a directory with nothing to keep (no manifest,
+	// no worker, no event) or what an interrupted removal left; removed.
+	ActionRemovedLeftover = "removed_leftover"
 )
 
 // ReconcileEntry is one session's outcome.
@@ -290,6 +302,10 @@ type liveStatus struct {
 	Asks         uint64    `json:"asks"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Exit         ExitInfo  `json:"exit"`
+	// Token is the session's secret (TokenEnv in the program's
+	// environment); the Manager keeps it in memory to check a channel
+	// binding. It never reaches Info, so never the wire.
+	Token string `json:"token,omitempty"`
 }
 
 type sendParams struct {

@@ -95,7 +95,8 @@ type worker struct {
 	master *os.File
 	slave  *os.File
 	ln     net.Listener
-	pid    int // the program's, also its process group and session id
+	pid    int    // the program's, also its process group and session id
+	token  string // the session's secret, in the program's environment only
 
 	exitc    chan unix.WaitStatus // the program's wait status, once
 	reaped   chan struct{}        // closed when the worker has no child left
@@ -162,14 +163,28 @@ func (w *worker) flushScreenLocked() {
 }
 
 // startWorker records the session, opens its socket and PTY and starts the
-// program. On error nothing is left running.
-func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *worker, err error) {
+// program. On error nothing is left running and the error is the reason
+// for people, naming the cause and the path ("exec /x: no such file or
+// directory", "working directory /d: no such file or directory").
+//
+// The command and the working directory are checked before anything is
+// opened, so the common failures cost nothing to undo; exec is still the
+// judge (a file can vanish, or sit on a noexec mount), and its error is
+// turned into the same words.
+func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*worker, error) {
 	unix.Umask(0o077)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		log.Warn().Err(err).Msg("cannot become a child subreaper; orphaned descendants may escape stop")
 	}
-	w = &worker{
+	if err := checkCwd(spec.Cwd); err != nil {
+		return nil, err
+	}
+	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{
 		spec: spec, log: log,
 		exitc: make(chan unix.WaitStatus, 1), reaped: make(chan struct{}), pumpDone: make(chan struct{}),
 		done: make(chan struct{}), replies: make(chan []byte, 64), askSem: make(chan struct{}, 1),
@@ -177,9 +192,13 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 		subs:        map[*subscriber]struct{}{},
 		runningAsks: map[string]context.CancelCauseFunc{}, canceledAsks: map[string]struct{}{},
 	}
+	// The undo steps close over w, never over a named result: a failing
+	// return must not nil out what they close (that was a panic on every
+	// failed spawn).
 	var cleanup []func()
+	ok := false
 	defer func() {
-		if err != nil {
+		if !ok {
 			for i := len(cleanup) - 1; i >= 0; i-- {
 				cleanup[i]()
 			}
@@ -194,7 +213,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	if w.ln, err = net.Listen("unix", spec.Socket); err != nil {
 		return nil, fmt.Errorf("listen on the session socket: %w", err)
 	}
-	cleanup = append(cleanup, func() { w.ln.Close() })
+	cleanup = append(cleanup, func() { w.ln.Close(); os.Remove(spec.Socket) })
 	if err = os.Chmod(spec.Socket, 0o600); err != nil {
 		return nil, err
 	}
@@ -204,12 +223,9 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	}
 	cleanup = append(cleanup, func() { w.master.Close(); w.slave.Close() })
 
-	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
-	if err != nil {
-		return nil, err
-	}
+	w.token = newToken()
 	cmd := &exec.Cmd{
-		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: spec.Env,
+		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: withEnv(spec.Env, TokenEnv+"="+w.token),
 		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid: true, Setctty: true, Ctty: 0,
@@ -221,8 +237,9 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	startc := make(chan error, 1)
 	go w.reap(cmd, startc)
 	if err = <-startc; err != nil {
-		return nil, cleanStartError(err, spec)
+		return nil, cleanStartError(err, spec, path)
 	}
+	ok = true
 	w.pid = cmd.Process.Pid
 
 	w.scr = newScreen(spec.Cols, spec.Rows, w.queueReply)
@@ -245,16 +262,44 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (w *w
 	return w, nil
 }
 
-// cleanStartError turns exec's errors into a reason for people.
-func cleanStartError(err error, spec workerSpec) error {
+// checkCwd says why dir cannot be the program's working directory, in the
+// words cleanStartError uses for the same failure at exec.
+func checkCwd(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("working directory %s: %w", dir, errnoOf(err))
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %s: %w", dir, syscall.ENOTDIR)
+	}
+	if err := unix.Access(dir, unix.X_OK); err != nil {
+		return fmt.Errorf("working directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// errnoOf strips the operation and path from a *PathError, so a message
+// names the path once ("exec /x: no such file or directory", not
+// "exec /x: stat /x: no such file or directory").
+func errnoOf(err error) error {
 	var pe *os.PathError
-	if errors.As(err, &pe) && pe.Op == "chdir" {
-		return fmt.Errorf("working directory %s: %v", spec.Cwd, pe.Err)
+	if errors.As(err, &pe) {
+		return pe.Err
 	}
 	return err
 }
 
+// cleanStartError turns exec's errors into a reason for people.
+func cleanStartError(err error, spec workerSpec, path string) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "chdir" {
+		return fmt.Errorf("working directory %s: %w", spec.Cwd, pe.Err)
+	}
+	return fmt.Errorf("exec %s: %w", path, errnoOf(err))
+}
+
 // lookPath finds argv0 in the PATH of env, as the program's own shell would.
+// Its errors read "exec <path>: <cause>".
 func lookPath(argv0 string, env []string, cwd string) (string, error) {
 	if strings.Contains(argv0, "/") {
 		p := argv0
@@ -262,7 +307,7 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 			p = filepath.Join(cwd, p)
 		}
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s: %w", argv0, err)
+			return "", fmt.Errorf("exec %s: %w", p, err)
 		}
 		return p, nil
 	}
@@ -284,13 +329,14 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q: executable file not found in PATH", argv0)
+	return "", fmt.Errorf("exec %q: executable file not found in PATH (%s)", argv0, pathEnv)
 }
 
+// executable says why p cannot be executed, without its path.
 func executable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return err
+		return errnoOf(err)
 	}
 	if fi.IsDir() {
 		return errors.New("is a directory")
@@ -363,11 +409,19 @@ func (w *worker) recordOutput(p []byte) {
 	w.broadcastLocked()
 }
 
-// appendLocked writes ev to the event log; a failing log is reported once.
+// appendLocked writes ev to the event log. The program runs on whatever
+// the log does: a failing log (a full disk) is reported once per outage,
+// the log counts what it could not record and writes a gap record once it
+// can write again (see eventLog.append).
 func (w *worker) appendLocked(ev *Event) {
-	if err := w.elog.append(ev); err != nil && !w.logErr {
+	err := w.elog.append(ev)
+	switch {
+	case err != nil && !w.logErr:
 		w.logErr = true
-		w.log.Error().Err(err).Msg("event log write failed; the session runs on unrecorded")
+		w.log.Error().Err(err).Msg("event log write failed; the session runs on, and what is not recorded is counted")
+	case err == nil && w.logErr:
+		w.logErr = false
+		w.log.Info().Msg("event log writable again; the gap is recorded")
 	}
 }
 
@@ -672,7 +726,8 @@ func (w *worker) liveStatus() liveStatus {
 	defer w.mu.Unlock()
 	c, r := w.screenLocked().size()
 	return liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
-		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
+		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit,
+		Token: w.token}
 }
 
 func (w *worker) requireRunning(op string) error {
@@ -699,6 +754,8 @@ func statusError(name string, st Status, term Termination, op string) error {
 		fix = fmt.Sprintf("spawn it again, or remove it with agentctl rm %s", name)
 	} else if st == StatusExiting {
 		fix = "it is being stopped"
+	} else if st == StatusBroken {
+		fix = fmt.Sprintf("its manifest is missing or damaged (agentctl status %s says why); agentctl stop %s ends whatever of it runs, agentctl rm --force %s removes it", name, name, name)
 	}
 	return errorf(ErrInvalidStatus, "session %q is %s; %s needs a running session: %s", name, how, op, fix)
 }

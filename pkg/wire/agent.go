@@ -4,6 +4,15 @@ import (
 	"time"
 )
 
+// MaxDurationMS bounds every duration on the wire given in milliseconds
+// (timeout_ms, idle_ms, lock_timeout_ms, grace_ms, and the channel
+// methods' timeout_ms): 0 to 24 hours, 0 meaning the default. Longer is
+// invalid_params naming the field and this range. The bound is checked
+// before any arithmetic, so no value can wrap into a short or negative
+// duration. Counts are bounded by their own limits (LogsParams.Limit,
+// cols and rows, the act limits), each documented beside its field.
+const MaxDurationMS = 24 * 60 * 60 * 1000
+
 // Session methods (agent.*). Each has a parameter type named after it.
 const (
 	MethodSpawn     = "agent.spawn"
@@ -92,6 +101,8 @@ type SessionRow struct {
 	Termination  Termination `json:"termination,omitempty"`
 	ExitCode     *int        `json:"exit_code,omitempty"`
 	Signal       string      `json:"signal,omitempty"`
+	// Reason says why a session failed or is broken, for people.
+	Reason string `json:"reason,omitempty"`
 }
 
 // NameParams name one session (agent.status, agent.snapshot).
@@ -100,7 +111,7 @@ type NameParams struct {
 }
 
 // StopParams end a session's program: Signal (default TERM) to its process
-// group, SIGKILL after GraceMS (default 5000).
+// group, SIGKILL after GraceMS (default 5000; 0 to MaxDurationMS).
 type StopParams struct {
 	Name    string `json:"name"`
 	Signal  string `json:"signal,omitempty"`
@@ -138,7 +149,8 @@ type RmResult struct {
 type AskParams struct {
 	Name string `json:"name"`
 	Text string `json:"text"` // at most 64 KiB; not empty, not only line breaks
-	// TimeoutMS is the ask's deadline (default 10 minutes).
+	// TimeoutMS is the ask's deadline (default 10 minutes). Like every
+	// duration here: 0 (the default) to MaxDurationMS.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// IdleMS also ends the ask once the program has been quiet this long
 	// after it reacted, prompt or not. Without it, silence ends an ask only
@@ -221,9 +233,9 @@ type SnapshotResult struct {
 type WaitParams struct {
 	Name      string `json:"name"`
 	Until     string `json:"until,omitempty"`
-	IdleMS    int64  `json:"idle_ms,omitempty"`
+	IdleMS    int64  `json:"idle_ms,omitempty"` // 0 to MaxDurationMS
 	Exit      bool   `json:"exit,omitempty"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"` // 0 (default) to MaxDurationMS
 }
 
 // WaitResult is a wait whose condition held.
@@ -278,6 +290,11 @@ type LogEvent struct {
 	Signal      string      `json:"signal,omitempty"`
 	ExitCode    *int        `json:"exit_code,omitempty"`
 	Termination Termination `json:"termination,omitempty"`
+	// Count and Bytes are set on a "gap" record: the records, and bytes of
+	// program output or input, that could not be recorded (a full disk).
+	// Seq numbers run on across a gap; the gap record marks the hole.
+	Count uint64 `json:"count,omitempty"`
+	Bytes uint64 `json:"bytes,omitempty"`
 }
 
 // ReconcileResult is what agent.reconcile found and did.

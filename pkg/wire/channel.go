@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -78,7 +79,19 @@ type RegisterChannelParams struct {
 	CCSessionID string `json:"cc_session_id,omitempty"`
 	// Description says what the channel is, for channel.list.
 	Description string `json:"description,omitempty"`
+	// SessionToken proves that the caller runs inside the session it binds
+	// (Session, or the one of its AGENTD_SESSION): the secret the session's
+	// worker put in its program's environment as SessionTokenEnv. It is
+	// needed only when the caller is not a descendant of the session's
+	// worker; without either proof the binding is permission_denied.
+	// Client.RegisterChannel fills it from the environment when empty.
+	SessionToken string `json:"session_token,omitempty"`
 }
+
+// SessionTokenEnv names the environment variable holding the secret of the
+// session a program runs in (agentd's workers set it in every session
+// program's environment); see RegisterChannelParams.SessionToken.
+const SessionTokenEnv = "AGENTD_SESSION_TOKEN"
 
 // RegisterChannelResult answers channel.register_channel.
 type RegisterChannelResult struct {
@@ -112,8 +125,8 @@ type PushParams struct {
 	// Ack waits until the listener acknowledges the message (channel.ack)
 	// instead of until it is written to the listener's connection.
 	Ack bool `json:"ack,omitempty"`
-	// TimeoutMS bounds a push with Ack (default 30 s); past it the push
-	// fails with timeout.
+	// TimeoutMS bounds a push with Ack (default 30 s; 0 to MaxDurationMS);
+	// past it the push fails with timeout.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
@@ -219,7 +232,14 @@ type ChannelReplyResult struct {
 
 // RegisterChannel registers a channel on this connection. Its messages
 // then arrive through ClientOptions.OnNotification as NotifyChannelMessage.
+//
+// A registration that binds a session (Session or CCSessionID) and gives no
+// SessionToken presents the one in the caller's environment
+// (SessionTokenEnv), so a program inside a session proves it without code.
 func (c *Client) RegisterChannel(ctx context.Context, p RegisterChannelParams) (*RegisterChannelResult, error) {
+	if p.SessionToken == "" && (p.Session != "" || p.CCSessionID != "") {
+		p.SessionToken = os.Getenv(SessionTokenEnv)
+	}
 	var r RegisterChannelResult
 	return &r, c.Call(ctx, MethodRegisterChannel, p, &r)
 }

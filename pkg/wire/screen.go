@@ -25,7 +25,9 @@ type Point struct {
 
 // ScreenshotParams ask for a screenshot: PNG by default, JPEG with a
 // quality; cropped to Region or a monitor; scaled down to MaxWidth; written
-// to Path (absolute) instead of returned inline.
+// to Path (absolute) instead of returned inline. An existing file at Path
+// is refused (invalid_params) unless Overwrite; a symbolic link there is
+// never written through, Overwrite or not.
 type ScreenshotParams struct {
 	Format   string  `json:"format,omitempty"`  // png (default) or jpeg
 	Quality  *int    `json:"quality,omitempty"` // JPEG quality 1-100 (default 80)
@@ -33,6 +35,9 @@ type ScreenshotParams struct {
 	Monitor  *int    `json:"monitor,omitempty"` // index in agent.screen's monitors
 	MaxWidth *int    `json:"max_width,omitempty"`
 	Path     string  `json:"path,omitempty"`
+	// Overwrite lets a screenshot replace an existing regular file at Path
+	// (agentctl screenshot --force).
+	Overwrite bool `json:"overwrite,omitempty"`
 }
 
 // MaxInlineImageBytes is the largest image sent inline: its base64 must fit

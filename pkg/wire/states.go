@@ -18,10 +18,14 @@ const (
 	StatusFailed     Status = "failed"
 	StatusDestroying Status = "destroying"
 	StatusDestroyed  Status = "destroyed"
+	// StatusBroken is a session whose manifest is missing or damaged; its
+	// reason says why. agent.stop ends whatever of it runs, agent.rm
+	// (force while a worker of it runs) removes it.
+	StatusBroken Status = "broken"
 )
 
 // Statuses lists every Status. Read-only.
-var Statuses = []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed}
+var Statuses = []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed, StatusBroken}
 
 // Termination is how a session ended; empty while it runs.
 type Termination string
@@ -86,4 +90,13 @@ const (
 	ReconcileMarkedDead  ReconcileAction = "marked_failed" // the worker is gone; the session is now failed (host_death)
 	ReconcileLeftUnknown ReconcileAction = "left_unknown"  // could not tell; left as it was
 	ReconcileEnded       ReconcileAction = "ended"         // already ended; nothing to do
+	// ReconcileBroken: the manifest is missing or damaged and no worker
+	// runs; kept, listed as broken, agent.rm removes it.
+	ReconcileBroken ReconcileAction = "broken"
+	// ReconcileOrphanWorker: the manifest is missing or damaged but a
+	// worker runs; listed as broken, agent.stop ends it.
+	ReconcileOrphanWorker ReconcileAction = "orphan_worker"
+	// ReconcileRemovedLeftover: a directory with nothing to keep, or what
+	// an interrupted removal left; removed.
+	ReconcileRemovedLeftover ReconcileAction = "removed_leftover"
 )

@@ -1,0 +1,94 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// TestBindingASessionNeedsProof: a registration that binds a session is
+// refused ErrDenied unless mayBind vouches for the caller (explicit
+// session, or the one its environment claims with a cc_session_id), and
+// the refused caller holds nothing; an unbound channel needs no proof.
+func TestBindingASessionNeedsProof(t *testing.T) {
+	r := NewRegistry()
+	deny := func(string) error { return errors.New("process 9 is not one of session \"vic\"'s processes") }
+	for _, tc := range []struct {
+		name    string
+		p       wire.RegisterChannelParams
+		mayBind func(string) error
+	}{
+		{"explicit session, refused", wire.RegisterChannelParams{Session: "vic"}, deny},
+		{"explicit session, nobody to vouch", wire.RegisterChannelParams{Session: "vic"}, nil},
+		{"session from the environment", wire.RegisterChannelParams{CCSessionID: "cc-1"}, deny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := r.Register(&fakeListener{name: "thief"}, tc.p, func() string { return "vic" }, tc.mayBind)
+			if !errors.Is(err, ErrDenied) {
+				t.Fatalf("register %+v: got %v, want ErrDenied", tc.p, err)
+			}
+		})
+	}
+	if len(r.List().Channels) != 0 {
+		t.Fatalf("refused registrations left channels: %+v", r.List().Channels)
+	}
+	if _, _, err := r.Register(&fakeListener{name: "svc"}, wire.RegisterChannelParams{ChannelID: "free"}, func() string { return "" }, nil); err != nil {
+		t.Fatalf("an unbound channel: %v", err)
+	}
+	owner := &fakeListener{name: "owner"}
+	if _, _, err := r.Register(owner, wire.RegisterChannelParams{Session: "vic"}, nil, func(string) error { return nil }); err != nil {
+		t.Fatalf("a vouched binding: %v", err)
+	}
+}
+
+// TestOnlyTheChannelsListenerReplies: a reply with the ask's id from
+// another listener is ErrDenied and does not consume the ask; the holder's
+// reply then answers it.
+func TestOnlyTheChannelsListenerReplies(t *testing.T) {
+	r := NewRegistry()
+	owner, thief := &fakeListener{name: "owner"}, &fakeListener{name: "thief"}
+	if _, _, err := r.Register(owner, wire.RegisterChannelParams{ChannelID: "c", Session: "vic"}, nil, func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Register(thief, wire.RegisterChannelParams{ChannelID: "t"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		res *wire.AskResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, res, err := r.Ask(context.Background(), wire.ChannelPeer{}, wire.AskParams{Name: "vic", Text: "6*7?", TimeoutMS: 60000},
+			func(string, string, string, string) {})
+		done <- answer{res, err}
+	}()
+	var askID string
+	deadline := time.Now().Add(30 * time.Second)
+	for askID == "" {
+		owner.mu.Lock()
+		if len(owner.got) > 0 {
+			var a wire.ChannelAsk
+			json.Unmarshal(owner.got[0].Message, &a)
+			askID = a.AskID
+		}
+		owner.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the ask never reached the channel")
+		}
+		time.Sleep(time.Millisecond) // polling a fake listener; no other way to wait for it
+	}
+	if _, err := r.Reply(thief, wire.ChannelReplyParams{AskID: askID, Text: "43 (spoofed)"}); !errors.Is(err, ErrDenied) {
+		t.Fatalf("reply from another listener: got %v, want ErrDenied", err)
+	}
+	if _, err := r.Reply(owner, wire.ChannelReplyParams{AskID: askID, Text: "42"}); err != nil {
+		t.Fatalf("reply from the channel's listener: %v", err)
+	}
+	if a := <-done; a.err != nil || a.res.Answer != "42" {
+		t.Fatalf("ask answered %+v, %v; want 42", a.res, a.err)
+	}
+}
