@@ -50,6 +50,18 @@ func TestScreenThroughAgentctl(t *testing.T) {
 	if err != nil || img.Bounds().Dx() != 300 || img.Bounds().Dy() != 200 {
 		t.Errorf("screenshot: %v, bounds %v; want a 300x200 PNG", err, img.Bounds())
 	}
+	// The file exists now: agentctl says --force, and --force replaces it.
+	if _, errOut, code := h.agentctl("", "screenshot", "-o", file); code != 2 || !strings.Contains(errOut, "--force") {
+		t.Errorf("screenshot over an existing file: exit %d %q, want 2 naming --force", code, errOut)
+	}
+	h.ctl(0, "screenshot", "-o", file, "--force", "--region", "0,0,30,20")
+	if f, err := os.Open(file); err == nil {
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil || img.Bounds().Dx() != 30 {
+			t.Errorf("--force left %v %v, want the new 30x20 image", img.Bounds(), err)
+		}
+	}
 	// -o - writes the image itself to stdout.
 	out := h.ctl(0, "screenshot", "-o", "-", "--jpeg", "70", "--max-width", "512")
 	if !strings.HasPrefix(out, "\xff\xd8") {

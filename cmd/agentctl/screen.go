@@ -22,11 +22,13 @@ const defaultJPEGQuality = 80
 func screenshotVerb() verb {
 	var out, region string
 	var monitor, maxWidth, jpeg int
+	var force bool
 	return verb{
-		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY]",
+		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY] [--force]",
 		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
 		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
-			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.",
+			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.\n" +
+			"An existing file is replaced only with --force; a symbolic link is never written through.",
 		example: "  agentctl screenshot -o shot.png --region 0,0,800,600\n  agentctl screenshot -o - --jpeg 80 > shot.jpg",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVarP(&out, "output", "o", "", "file to write, or - for stdout")
@@ -34,6 +36,7 @@ func screenshotVerb() verb {
 			fs.IntVar(&monitor, "monitor", -1, "monitor index (agentctl screen lists them)")
 			fs.IntVar(&maxWidth, "max-width", -1, "scale down to at most this width")
 			fs.IntVar(&jpeg, "jpeg", 0, "JPEG with this quality (1-100) instead of PNG")
+			fs.BoolVar(&force, "force", false, "replace an existing file")
 		},
 		flagComplete: map[string]completeKind{"output": completeFiles},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
@@ -73,6 +76,7 @@ func screenshotVerb() verb {
 				if p.Path, err = filepath.Abs(out); err != nil {
 					return nil, err
 				}
+				p.Overwrite = force
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
