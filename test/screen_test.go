@@ -149,3 +149,39 @@ func TestDisplayComesAndGoes(t *testing.T) {
 		return code == 0
 	})
 }
+
+// TestScreenRecordThroughAgentctl turns record_screen on, runs batches, and
+// writes the screen record: a page with each batch's image and actions.
+func TestScreenRecordThroughAgentctl(t *testing.T) {
+	t.Parallel()
+	srv := xvfbtest.Start(t, xvfbtest.Options{Width: 800, Height: 600})
+	h := newHome(t)
+	h.startDaemon([]string{"--allow-act", "--record-screen", "--display", srv.Display})
+	h.ctl(0, "act", `[{"kind":"move","x":100,"y":100}]`)
+	h.ctl(0, "act", `[{"kind":"click","x":200,"y":150}]`)
+	dir := filepath.Join(t.TempDir(), "record")
+	var res wire.RecordScreenResult
+	json.Unmarshal([]byte(h.ctl(0, "--json", "record", "--screen", "-o", dir)), &struct{ Result *wire.RecordScreenResult }{&res})
+	if res.Batches != 2 || res.Images != 2 {
+		t.Fatalf("screen record %+v, want 2 batches with 2 images", res)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`src="0001.png"`, `src="0002.png"`, "move at 100,100", "click at 200,150"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	// Bad input: the directory now exists; a name; no directory.
+	if _, errOut, code := h.agentctl("", "record", "--screen", "-o", dir); code != 2 || !strings.Contains(errOut, "not empty") {
+		t.Errorf("record --screen into a full directory: exit %d %q, want 2", code, errOut)
+	}
+	if _, _, code := h.agentctl("", "record", "--screen", "-o", dir, "--force"); code != 0 {
+		t.Errorf("record --screen --force: exit %d", code)
+	}
+	if _, errOut, code := h.agentctl("", "record", "--screen"); code != 2 || !strings.Contains(errOut, "-o DIR") {
+		t.Errorf("record --screen without -o: exit %d %q", code, errOut)
+	}
+}

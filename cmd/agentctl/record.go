@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -35,18 +36,22 @@ type recordResult struct {
 func recordVerb() verb {
 	var out, since, until string
 	var idle time.Duration
-	var input, force, follow bool
+	var input, force, follow, screen bool
 	return verb{
-		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force]",
+		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force] | record --screen -o DIR",
 		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
 		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +
 			"asciinema and its web player play. Output and resizes are recorded; asks are markers named by\n" +
 			"the question's first line; typed input only with --input (it may hold secrets). --since and\n" +
 			"--until take a time (RFC 3339) or a duration ago (10m); --idle-limit caps pauses like\n" +
 			"asciinema's own option. A gap where the log rotated out is a marker. -f goes on recording the\n" +
-			"live session, a line per event as it happens, until the session ends or Ctrl-C.",
-		example: "  agentctl record py -o py.cast && asciinema play py.cast\n  agentctl record build --since 10m --idle-limit 2s -o last.cast",
-		args:    exactArgs(1), complete: completeSession,
+			"live session, a line per event as it happens, until the session ends or Ctrl-C.\n\n" +
+			"--screen -o DIR writes what agents did on the screen instead: the act batches of the audit log\n" +
+			"with the screenshots kept after them (agentd's record_screen = true) as numbered images and an\n" +
+			"index.html that steps through them with each batch's actions.",
+		example: "  agentctl record py -o py.cast && asciinema play py.cast\n  agentctl record build --since 10m --idle-limit 2s -o last.cast\n" +
+			"  agentctl record --screen --since 1h -o ~/agent-screen && xdg-open ~/agent-screen/index.html",
+		args: rangeArgs(0, 1), complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVarP(&out, "output", "o", "-", "file to write (- for standard output)")
 			fs.StringVar(&since, "since", "", "first time to record: RFC 3339, or a duration ago such as 10m")
@@ -55,6 +60,7 @@ func recordVerb() verb {
 			fs.BoolVar(&input, "input", false, "record typed input too (it may hold secrets)")
 			fs.BoolVar(&force, "force", false, "replace an existing file")
 			fs.BoolVarP(&follow, "follow", "f", false, "go on recording live until the session ends")
+			fs.BoolVar(&screen, "screen", false, "record the screen's act batches to the directory -o names")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			now := time.Now()
@@ -65,6 +71,12 @@ func recordVerb() verb {
 			to, err := parseWhen(until, now, "until")
 			if err != nil {
 				return nil, err
+			}
+			if screen {
+				return recordScreen(ctx, e, args, out, from, to, force)
+			}
+			if len(args) != 1 {
+				return nil, usagef("record needs a session NAME, or --screen; see agentctl record --help")
 			}
 			if follow && !to.IsZero() {
 				return nil, usagef("-f records until the session ends; it takes no --until")
@@ -102,11 +114,34 @@ func recordVerb() verb {
 			return res, nil
 		},
 		human: func(w io.Writer, result any) error {
+			if r, ok := result.(*wire.RecordScreenResult); ok {
+				_, err := fmt.Fprintf(w, "recorded %d batches with %d images: open %s\n", r.Batches, r.Images, filepath.Join(r.Dir, "index.html"))
+				return err
+			}
 			r := result.(*recordResult)
 			_, err := fmt.Fprintf(w, "recorded %d events (%.1f s) of %s to %s\n", r.Events, r.Duration, r.Name, r.File)
 			return err
 		},
 	}
+}
+
+// recordScreen asks agentd for the screen record in the directory out.
+func recordScreen(ctx context.Context, e *env, args []string, out string, from, to time.Time, force bool) (any, error) {
+	if len(args) > 0 {
+		return nil, usagef("record --screen takes no session name: it records the screen")
+	}
+	if out == "" || out == "-" {
+		return nil, usagef("record --screen needs -o DIR, a directory to write index.html and the images in")
+	}
+	dir, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.RecordScreen(ctx, wire.RecordScreenParams{Dir: dir, Since: from, Until: to, Overwrite: force})
 }
 
 // parseWhen reads a --since/--until value: empty, an RFC 3339 time, or a

@@ -204,6 +204,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		Display: display, AllowAct: s.AllowAct, AuditMaxBytes: s.AuditLogCap,
 		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
+		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
 	}
 }
 

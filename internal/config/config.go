@@ -30,38 +30,41 @@ import (
 // key, its documentation and whether it applies live (reload) or needs a
 // restart. The flag of a setting is its key with '-' for '_'.
 type Settings struct {
-	Socket         string   `toml:"socket" doc:"socket path (empty: $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock)" live:"false"`
-	StateDir       string   `toml:"state_dir" doc:"sessions and the audit log (empty: $XDG_STATE_HOME/agentd)" live:"false"`
-	LogLevel       string   `toml:"log_level" doc:"debug, info, warn or error" live:"true"`
-	LogFormat      string   `toml:"log_format" doc:"json or console (empty: console on a terminal, json otherwise)" live:"false"`
-	Display        string   `toml:"display" doc:"X display to serve, e.g. \":0\" (empty: $DISPLAY; none: the screen is unavailable)" live:"false"`
-	AllowAct       bool     `toml:"allow_act" doc:"consent to agents acting on the screen (agent.act)" live:"true"`
-	MaxConnections int      `toml:"max_connections" doc:"most client connections at once; more are answered busy" live:"true"`
-	ReadTimeout    Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
-	ShutdownGrace  Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
-	AskTimeout     Duration `toml:"ask_timeout" doc:"default deadline of agent.ask" live:"true"`
-	AskIdle        Duration `toml:"ask_idle" doc:"quiet that ends an ask on a program whose prompt could not be learned" live:"true"`
-	LockTimeout    Duration `toml:"lock_timeout" doc:"default wait for a session's or the screen's lock" live:"true"`
-	EventLogCap    int64    `toml:"event_log_cap" doc:"bytes of event log kept per session; older records rotate out" live:"false"`
-	ChannelQueue   int      `toml:"channel_queue" doc:"messages queued per channel before pushes are answered busy" live:"true"`
-	AuditLogCap    int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
-	MemoryBudget   int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
+	Socket          string   `toml:"socket" doc:"socket path (empty: $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock)" live:"false"`
+	StateDir        string   `toml:"state_dir" doc:"sessions and the audit log (empty: $XDG_STATE_HOME/agentd)" live:"false"`
+	LogLevel        string   `toml:"log_level" doc:"debug, info, warn or error" live:"true"`
+	LogFormat       string   `toml:"log_format" doc:"json or console (empty: console on a terminal, json otherwise)" live:"false"`
+	Display         string   `toml:"display" doc:"X display to serve, e.g. \":0\" (empty: $DISPLAY; none: the screen is unavailable)" live:"false"`
+	AllowAct        bool     `toml:"allow_act" doc:"consent to agents acting on the screen (agent.act)" live:"true"`
+	MaxConnections  int      `toml:"max_connections" doc:"most client connections at once; more are answered busy" live:"true"`
+	ReadTimeout     Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
+	ShutdownGrace   Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
+	AskTimeout      Duration `toml:"ask_timeout" doc:"default deadline of agent.ask" live:"true"`
+	AskIdle         Duration `toml:"ask_idle" doc:"quiet that ends an ask on a program whose prompt could not be learned" live:"true"`
+	LockTimeout     Duration `toml:"lock_timeout" doc:"default wait for a session's or the screen's lock" live:"true"`
+	EventLogCap     int64    `toml:"event_log_cap" doc:"bytes of event log kept per session; older records rotate out" live:"false"`
+	ChannelQueue    int      `toml:"channel_queue" doc:"messages queued per channel before pushes are answered busy" live:"true"`
+	AuditLogCap     int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
+	RecordScreen    bool     `toml:"record_screen" doc:"keep every act batch's observation beside the audit log for agentctl record --screen" live:"true"`
+	RecordScreenCap int64    `toml:"record_screen_cap" doc:"bytes of kept observations; the oldest go first" live:"false"`
+	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
 func Defaults() Settings {
 	return Settings{
-		LogLevel:       "info",
-		MaxConnections: 512,
-		ReadTimeout:    Duration(10 * time.Second),
-		ShutdownGrace:  Duration(5 * time.Second),
-		AskTimeout:     Duration(10 * time.Minute),
-		AskIdle:        Duration(1500 * time.Millisecond),
-		LockTimeout:    Duration(10 * time.Second),
-		EventLogCap:    64 << 20,
-		ChannelQueue:   1024,
-		AuditLogCap:    16 << 20,
-		MemoryBudget:   256 << 20,
+		LogLevel:        "info",
+		MaxConnections:  512,
+		ReadTimeout:     Duration(10 * time.Second),
+		ShutdownGrace:   Duration(5 * time.Second),
+		AskTimeout:      Duration(10 * time.Minute),
+		AskIdle:         Duration(1500 * time.Millisecond),
+		LockTimeout:     Duration(10 * time.Second),
+		EventLogCap:     64 << 20,
+		ChannelQueue:    1024,
+		AuditLogCap:     16 << 20,
+		MemoryBudget:    256 << 20,
+		RecordScreenCap: 256 << 20,
 	}
 }
 
@@ -372,7 +375,7 @@ func validate(path string, data []byte, l *Loaded) error {
 	positive := map[string]int64{
 		"max_connections": int64(s.MaxConnections), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
 		"ask_timeout": int64(s.AskTimeout), "ask_idle": int64(s.AskIdle), "lock_timeout": int64(s.LockTimeout),
-		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap,
+		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap, "record_screen_cap": s.RecordScreenCap,
 	}
 	for _, f := range Fields() {
 		if v, ok := positive[f.Key]; ok && v <= 0 {

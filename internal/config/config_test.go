@@ -57,7 +57,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		Socket: "/tmp/x.sock", StateDir: "/tmp/state", LogLevel: "debug", LogFormat: "json", Display: ":5",
 		AllowAct: true, MaxConnections: 7, ReadTimeout: Duration(3 * time.Second), ShutdownGrace: Duration(time.Second),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
-		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20,
+		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
 	}
 	var b strings.Builder
 	for _, f := range Fields() {

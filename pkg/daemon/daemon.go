@@ -71,6 +71,11 @@ type Config struct {
 	AskTimeout, AskIdle, LockTimeout time.Duration
 	// ChannelQueue bounds each channel's queue; zero is channel.DefaultQueue.
 	ChannelQueue int
+	// RecordScreen keeps every act batch's observation for the screen
+	// record (live); RecordScreenMaxBytes caps them (zero: capture's
+	// default).
+	RecordScreen         bool
+	RecordScreenMaxBytes int64
 	// MemoryBudget bounds the bytes held at once, across connections, in
 	// large requests being read and large answers being written (see
 	// rpc.Budget); zero is DefaultMemoryBudget. It needs a restart.
@@ -256,7 +261,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			AllowAct:      d.cfg.AllowAct,
 			AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
 			AuditMaxBytes: d.cfg.AuditMaxBytes,
-			Logger:        d.cfg.Logger, // capture names its own component
+			RecordScreen:  d.cfg.RecordScreen, RecordScreenMaxBytes: d.cfg.RecordScreenMaxBytes,
+			Logger: d.cfg.Logger, // capture names its own component
 		})
 		if err != nil {
 			return fmt.Errorf("screen: %w", err)

@@ -67,8 +67,12 @@ func (nullScreen) Screenshot(context.Context, capture.ScreenshotRequest) (*captu
 func (nullScreen) Act(context.Context, capture.ActRequest) (*capture.ActResult, error) {
 	return &capture.ActResult{}, nil
 }
-func (nullScreen) ForgetCaller(string) {}
-func (nullScreen) SetAllowAct(bool)    {}
+func (nullScreen) ForgetCaller(string)        {}
+func (nullScreen) SetAllowAct(bool)           {}
+func (nullScreen) SetRecordScreen(bool) error { return nil }
+func (nullScreen) WriteRecord(capture.RecordRequest) (*capture.RecordResult, error) {
+	return nil, capture.ErrInvalid
+}
 
 // nullDaemon serves the daemon over null components on a real socket.
 func nullDaemon(tb testing.TB) *wire.Client {

@@ -89,6 +89,14 @@ func (d *Daemon) reload() {
 		d.screen.SetAllowAct(next.AllowAct)
 		applied = append(applied, "allow_act")
 	}
+	if next.RecordScreen != cur.RecordScreen {
+		if err := d.screen.SetRecordScreen(next.RecordScreen); err != nil {
+			d.log.Warn().Err(err).Msg("record_screen not changed")
+			next.RecordScreen = cur.RecordScreen
+		} else {
+			applied = append(applied, "record_screen")
+		}
+	}
 	for _, c := range []struct {
 		key     string
 		changed bool

@@ -19,6 +19,8 @@ type screenService interface {
 	Act(ctx context.Context, req capture.ActRequest) (*capture.ActResult, error)
 	ForgetCaller(key string)
 	SetAllowAct(allow bool)
+	SetRecordScreen(on bool) error
+	WriteRecord(req capture.RecordRequest) (*capture.RecordResult, error)
 }
 
 func (d *Daemon) screenRoutes() []Route {
@@ -26,7 +28,20 @@ func (d *Daemon) screenRoutes() []Route {
 		{Method: wire.MethodScreenshot, Handle: d.screenshot},
 		{Method: wire.MethodAct, Mutates: true, Handle: d.act},
 		{Method: wire.MethodScreen, Handle: d.screenInfo},
+		{Method: wire.MethodRecordScreen, Handle: d.recordScreen},
 	}
+}
+
+func (d *Daemon) recordScreen(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.RecordScreenParams](call)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.screen.WriteRecord(capture.RecordRequest{Dir: p.Dir, Since: p.Since, Until: p.Until, Overwrite: p.Overwrite})
+	if err != nil {
+		return nil, err
+	}
+	return &wire.RecordScreenResult{Dir: r.Dir, Batches: r.Batches, Images: r.Images, Skipped: r.Skipped}, nil
 }
 
 func shotRequest(p *wire.ScreenshotParams) capture.ScreenshotRequest {

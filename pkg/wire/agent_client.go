@@ -116,6 +116,12 @@ func (c *Client) Act(ctx context.Context, p ActParams) (*ActResult, error) {
 	return &r, c.Call(ctx, MethodAct, p, &r)
 }
 
+// RecordScreen writes the screen record (see MethodRecordScreen).
+func (c *Client) RecordScreen(ctx context.Context, p RecordScreenParams) (*RecordScreenResult, error) {
+	var r RecordScreenResult
+	return &r, c.Call(ctx, MethodRecordScreen, p, &r)
+}
+
 // Screen describes the display.
 func (c *Client) Screen(ctx context.Context) (*ScreenResult, error) {
 	var r ScreenResult

@@ -14,7 +14,7 @@ var Methods = []string{
 	MethodReconcile, MethodLogs, MethodSend, MethodSnapshot, MethodWait,
 	MethodResize, MethodAttach,
 	// The screen.
-	MethodScreenshot, MethodAct, MethodScreen,
+	MethodScreenshot, MethodAct, MethodScreen, MethodRecordScreen,
 	// Channels.
 	MethodRegisterChannel, MethodUnregisterChannel, MethodPushToChannel,
 	MethodChannelAck, MethodChannelList, MethodChannelReply,

@@ -7,7 +7,30 @@ const (
 	MethodScreenshot = "agent.screenshot"
 	MethodAct        = "agent.act"
 	MethodScreen     = "agent.screen"
+	// MethodRecordScreen writes the screen record: the audit log's batches
+	// with the observations kept (record_screen = true) as a page a person
+	// steps through.
+	MethodRecordScreen = "agent.record_screen"
 )
+
+// RecordScreenParams ask for a screen record in Dir (absolute): index.html
+// and numbered images of the batches between Since and Until (zero:
+// unbounded). An existing non-empty Dir is refused unless Overwrite.
+type RecordScreenParams struct {
+	Dir       string    `json:"dir"`
+	Since     time.Time `json:"since,omitzero"`
+	Until     time.Time `json:"until,omitzero"`
+	Overwrite bool      `json:"overwrite,omitempty"`
+}
+
+// RecordScreenResult says what a screen record holds; Skipped counts audit
+// lines that could not be read.
+type RecordScreenResult struct {
+	Dir     string `json:"dir"`
+	Batches int    `json:"batches"`
+	Images  int    `json:"images"`
+	Skipped int    `json:"skipped,omitempty"`
+}
 
 // Region is a rectangle in screen pixels.
 type Region struct {
