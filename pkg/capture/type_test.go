@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,22 +293,36 @@ func TestKeyShift(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(string(got), "\n")
-			if len(lines) < 1+len(letters) {
-				t.Fatalf("typed %q, want %d lines", got, 1+len(letters))
-			}
 			ours := []rune(lines[0])
 			if len(ours) != len(letters) {
 				t.Fatalf("ours %q: want one character per key", lines[0])
 			}
+			// The oracle is the server's keymap as xmodmap prints it: shift
+			// on the key whose first level is the letter gives its second
+			// level; a letter no key has gets its upper case. xdotool is a
+			// second opinion where its own run came out whole (under load it
+			// loses keys, Returns included).
+			shifted := shiftedByKeymap(t, srv)
+			xdoWhole := len(lines) >= 1+len(letters)
+			for i := range letters {
+				xdoWhole = xdoWhole && len([]rune(lines[1+i])) == 1
+			}
 			for i, r := range letters {
-				theirs := []rune(lines[1+i])
-				want := unicode.ToUpper(r)
-				if len(theirs) == 1 && theirs[0] != r { // else xdotool lost the key or its shift
-					want = theirs[0]
+				want, ok := shifted[r]
+				if !ok {
+					want = unicode.ToUpper(r)
 				}
 				if ours[i] != want {
-					t.Errorf("shift+%c under %s typed %q, want %q (xdotool: %q)", r, layout, ours[i], want, lines[1+i])
+					t.Errorf("shift+%c under %s typed %q, want %q (the keymap's shifted level)", r, layout, ours[i], want)
 				}
+				if xdoWhole {
+					if theirs := []rune(lines[1+i])[0]; theirs != r && theirs != ours[i] {
+						t.Errorf("shift+%c under %s typed %q, xdotool %q", r, layout, ours[i], theirs)
+					}
+				}
+			}
+			if !xdoWhole {
+				t.Logf("xdotool's run lost keys (%q); compared with the keymap only", strings.Join(lines[1:], "|"))
 			}
 			t.Logf("%s: ours %s, xdotool %s", layout, lines[0], strings.Join(lines[1:], ""))
 		})
@@ -365,4 +380,33 @@ func TestTypeWithLocks(t *testing.T) {
 	if want := text + "Ab\n"; string(got) != want {
 		t.Errorf("typed %q with the locks on, want %q", got, want)
 	}
+}
+
+// shiftedByKeymap reads the X server's keymap with xmodmap -pk: for every
+// key, the character of its first level and that of its second.
+func shiftedByKeymap(t *testing.T, srv *xvfbtest.Server) map[rune]rune {
+	t.Helper()
+	out, err := srv.Command("xmodmap", "-pk").Output()
+	if err != nil {
+		t.Skipf("xmodmap -pk: %v (apt-get install x11-xserver-utils)", err)
+	}
+	m := map[rune]rune{}
+	for _, line := range strings.Split(string(out), "\n") {
+		var syms []uint32
+		for _, f := range strings.Fields(line) {
+			if v, err := strconv.ParseUint(strings.TrimPrefix(f, "0x"), 16, 32); err == nil && strings.HasPrefix(f, "0x") {
+				syms = append(syms, uint32(v))
+			}
+		}
+		if len(syms) < 2 {
+			continue
+		}
+		lower, upper := keysymRune(syms[0]), keysymRune(syms[1])
+		if lower != 0 && upper != 0 {
+			if _, seen := m[lower]; !seen {
+				m[lower] = upper
+			}
+		}
+	}
+	return m
 }
