@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -209,25 +208,11 @@ func TestSessionsSurviveDaemonKill9(t *testing.T) {
 
 func TestAttachFromTmux(t *testing.T) {
 	t.Parallel()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux not installed (Debian package tmux)")
-	}
 	h := newHome(t)
+	run := tmuxFor(t, h)
 	h.startDaemon(nil)
 	h.ctl(0, "spawn", "sh1", "--env", "PS1=$ ", "--", "sh")
-	sock := h.runtime + "/tmux"
-	run := func(args ...string) string {
-		cmd := exec.Command(tmux, append([]string{"-S", sock}, args...)...)
-		cmd.Env = h.env("TERM=xterm-256color")
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, b)
-		}
-		return string(b)
-	}
 	run("new-session", "-d", "-x", "100", "-y", "30", bin.agentctl+" attach sh1; sleep 60")
-	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	pane := func() string { return run("capture-pane", "-p") }
 	// The repaint clears the pane and shows the shell's prompt.
 	await(t, 10*time.Second, "the session's prompt in the pane", func() bool {

@@ -3,7 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,25 +16,11 @@ import (
 // the driver's size.
 func TestWatch(t *testing.T) {
 	t.Parallel()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed (apt-get install tmux)")
-	}
 	h := newHome(t)
+	run := tmuxFor(t, h)
 	h.startDaemon(nil)
 	h.ctl(0, "spawn", "w1", "--env", "PS1=$ ", "--", "sh")
-	sock := h.runtime + "/tmux"
-	run := func(args ...string) string {
-		cmd := exec.Command(tmux, append([]string{"-S", sock}, args...)...)
-		cmd.Env = h.env("TERM=xterm-256color")
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, b)
-		}
-		return string(b)
-	}
 	run("new-session", "-d", "-s", "driver", "-x", "100", "-y", "30", bin.agentctl+" attach w1; sleep 60")
-	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	sizes := [][2]int{{100, 30}, {60, 20}, {40, 10}}
 	for i, sz := range sizes {
 		run("new-session", "-d", "-s", fmt.Sprintf("watch%d", i), "-x", fmt.Sprint(sz[0]), "-y", fmt.Sprint(sz[1]),

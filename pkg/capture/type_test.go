@@ -60,6 +60,21 @@ func waitExit(t *testing.T, done <-chan struct{}, timeout time.Duration) {
 	}
 }
 
+// layoutScreen starts an X server with the keyboard layout set (setxkbmap)
+// and a Screen on it that acts, once the Screen sees the layout.
+func layoutScreen(t *testing.T, layout string) (*xvfbtest.Server, *Screen) {
+	t.Helper()
+	srv := startX(t)
+	if out, err := srv.Command("setxkbmap", "-display", srv.Display, layout).CombinedOutput(); err != nil {
+		t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
+	}
+	s := newScreen(t, srv, true)
+	await(t, 10*time.Second, "keyboard layout "+layout, func() bool {
+		return s.Info(ctxT(t)).KeyboardLayout == layout
+	})
+	return srv, s
+}
+
 func typingText() string {
 	return "ASCII: Hello, World! /_\\@~|{}[]<>^`'\"#$%&*()+=-;:?,.\tTab\n" +
 		"Umlaut: äöüß ÄÖÜ é è ê ñ ç €\n" +
@@ -74,16 +89,7 @@ func TestTypeExact(t *testing.T) {
 	for _, layout := range []string{"us", "de"} {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
-			srv := startX(t)
-			if layout != "us" {
-				if out, err := srv.Command("setxkbmap", "-display", srv.Display, layout).CombinedOutput(); err != nil {
-					t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
-				}
-			}
-			s := newScreen(t, srv, true)
-			await(t, 10*time.Second, "keyboard layout "+layout, func() bool {
-				return s.Info(ctxT(t)).KeyboardLayout == layout
-			})
+			srv, s := layoutScreen(t, layout)
 			file := filepath.Join(t.TempDir(), "typed.txt")
 			title := "typing-" + layout
 			cmd := startXterm(t, srv, s, title, file)
@@ -200,14 +206,7 @@ func TestTypeManyDistinct(t *testing.T) {
 	for _, layout := range []string{"us", "de", "fr", "ru"} {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
-			srv := startX(t)
-			if out, err := srv.Command("setxkbmap", "-display", srv.Display, layout).CombinedOutput(); err != nil {
-				t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
-			}
-			s := newScreen(t, srv, true)
-			await(t, 10*time.Second, "keyboard layout "+layout, func() bool {
-				return s.Info(ctxT(t)).KeyboardLayout == layout
-			})
+			srv, s := layoutScreen(t, layout)
 			file := filepath.Join(t.TempDir(), "typed.txt")
 			cmd := startXterm(t, srv, s, "many", file)
 			res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
@@ -256,14 +255,7 @@ func TestKeyShift(t *testing.T) {
 	for _, layout := range []string{"us", "de", "fr", "ru"} {
 		t.Run(layout, func(t *testing.T) {
 			t.Parallel()
-			srv := startX(t)
-			if out, err := srv.Command("setxkbmap", "-display", srv.Display, layout).CombinedOutput(); err != nil {
-				t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
-			}
-			s := newScreen(t, srv, true)
-			await(t, 10*time.Second, "keyboard layout "+layout, func() bool {
-				return s.Info(ctxT(t)).KeyboardLayout == layout
-			})
+			srv, s := layoutScreen(t, layout)
 			file := filepath.Join(t.TempDir(), "typed.txt")
 			cmd := startXterm(t, srv, s, "shift", file)
 			actions := []RawAction{{Kind: "focus", Application: "shift"}}
