@@ -142,16 +142,7 @@ func (h *home) agentctlAt(dir string, extraEnv []string, args ...string) (string
 	cmd := exec.Command(bin.agentctl, args...)
 	cmd.Env = h.env(extraEnv...)
 	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		h.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return h.runCmd(cmd)
 }
 
 func TestSpawnRunsInTheCallersDirectory(t *testing.T) {

@@ -217,6 +217,13 @@ func (h *home) agentctl(stdin string, args ...string) (string, string, int) {
 	cmd := exec.Command(bin.agentctl, args...)
 	cmd.Env = h.env()
 	cmd.Stdin = strings.NewReader(stdin)
+	return h.runCmd(cmd)
+}
+
+// runCmd runs cmd and returns its stdout, stderr and exit status; failing
+// to start it fails the test.
+func (h *home) runCmd(cmd *exec.Cmd) (string, string, int) {
+	h.t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -133,23 +133,7 @@ func BenchmarkScreenshot(b *testing.B) {
 func BenchmarkType(b *testing.B) {
 	srv, s := benchScreen(b)
 	text := strings.Repeat("The quick brown fox jumps over the lazy dog 0123456789. ", 18)[:1000]
-	b.Run("ours", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := s.Act(ctxT(b), ActRequest{Actions: []RawAction{{Kind: "type", Text: &text}}, Observe: ptr(false)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("xdotool", func(b *testing.B) {
-		if _, err := exec.LookPath("xdotool"); err != nil {
-			b.Skip("xdotool is not installed")
-		}
-		for b.Loop() {
-			if out, err := srv.Command("xdotool", "type", text).CombinedOutput(); err != nil {
-				b.Fatalf("xdotool: %v %s", err, out)
-			}
-		}
-	})
+	typeVsXdotool(b, srv, s, text)
 }
 
 // BenchmarkTypeDistinct compares typing 1000 distinct characters that no
@@ -166,6 +150,12 @@ func BenchmarkTypeDistinct(b *testing.B) {
 	if _, err := s.Act(ctxT(b), ActRequest{Actions: focus, Observe: ptr(false)}); err != nil {
 		b.Fatal(err)
 	}
+	typeVsXdotool(b, srv, s, text)
+}
+
+// typeVsXdotool runs two sub-benchmarks in one run: a type action of text,
+// and xdotool type of the same text, the baseline.
+func typeVsXdotool(b *testing.B, srv *xvfbtest.Server, s *Screen, text string) {
 	b.Run("ours", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := s.Act(ctxT(b), ActRequest{Actions: []RawAction{{Kind: "type", Text: &text}}, Observe: ptr(false)}); err != nil {
