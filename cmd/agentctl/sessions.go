@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -375,95 +374,6 @@ func reconcileVerb() verb {
 			tw.Flush()
 			fmt.Fprintf(w, "%d sessions in %d ms\n", len(res.Sessions), res.TookMS)
 			return nil
-		},
-	}
-}
-
-// logsEnd is the last envelope of `logs --json`: the stream ended here,
-// and where to read on from.
-type logsEnd struct {
-	Name    string `json:"name"`
-	Events  int    `json:"events"`
-	NextSeq uint64 `json:"next_seq,omitempty"`
-}
-
-func logsVerb() verb {
-	var p wire.LogsParams
-	var events bool
-	return verb{
-		use: "logs NAME [-f] [--from SEQ] [--events]", summary: "print a session's recorded output (-f follows; --events prints every event as JSON)",
-		long: "Print a session's recorded output; -f follows it until the session ends.\n\n" +
-			"--events prints every event of the log (output, input, ask, answer, resize, signal, exit) as a\n" +
-			"JSON line. With --json each event is an envelope of type \"event\", one per line, and a last\n" +
-			"envelope of type \"result\" ends the stream.",
-		args: exactArgs(1), complete: completeSession,
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVarP(&p.Follow, "follow", "f", false, "follow new events until the session ends")
-			fs.Uint64Var(&p.FromSeq, "from", 0, "first event seq")
-			fs.BoolVar(&events, "events", false, "print events as JSON lines, not just the output")
-		},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p.Name = args[0]
-			end := &logsEnd{Name: p.Name}
-			print := func(ev wire.LogEvent) {
-				end.Events++
-				switch {
-				case e.json:
-					e.emit(typeEvent, ev)
-				case events:
-					b, _ := json.Marshal(ev)
-					fmt.Fprintf(e.stdout, "%s\n", b)
-				case ev.Type == "output":
-					io.WriteString(e.stdout, ev.Data)
-				}
-			}
-			// A person's logs end there; a script's get the last envelope.
-			done := func() (any, error) {
-				if e.json {
-					return end, nil
-				}
-				return nil, errPrinted
-			}
-			if !p.Follow {
-				c, err := e.dial(ctx)
-				if err != nil {
-					return nil, err
-				}
-				for {
-					r, err := c.Logs(ctx, p)
-					if err != nil {
-						return nil, err
-					}
-					for _, ev := range r.Events {
-						print(ev)
-					}
-					end.NextSeq = max(end.NextSeq, r.NextSeq)
-					if len(r.Events) == 0 || r.NextSeq <= p.FromSeq {
-						return done()
-					}
-					p.FromSeq = r.NextSeq
-				}
-			}
-			// Following: events come as notifications, in order, on this
-			// connection's reader; the call returns when the session ends.
-			c, err := wire.Dial(ctx, e.socket, wire.ClientOptions{OnNotification: func(n wire.Notification) {
-				if n.Method != wire.NotifyLogEvent {
-					return
-				}
-				var ev wire.LogEvent
-				if json.Unmarshal(n.Params, &ev) == nil {
-					print(ev)
-					end.NextSeq = ev.Seq + 1
-				}
-			}})
-			if err != nil {
-				return nil, err
-			}
-			defer c.Close()
-			if _, err := c.Logs(ctx, p); err != nil && !errors.Is(err, context.Canceled) {
-				return nil, err
-			}
-			return done()
 		},
 	}
 }

@@ -179,7 +179,10 @@ type (
 	logsIn struct {
 		Name    string `json:"name"`
 		FromSeq uint64 `json:"from_seq"`
+		Since   string `json:"since"`
+		Tail    int    `json:"tail"`
 		Limit   int    `json:"limit"`
+		Plain   bool   `json:"plain"`
 	}
 	screenshotIn struct {
 		Region  *wire.Region `json:"region"`
@@ -249,16 +252,19 @@ func (t *tools) list() []tool {
 		}),
 		typedTool(tool{name: "logs", readOnly: true,
 			desc: fmt.Sprintf("A session's event log from from_seq: output, input, asks, answers, resizes, signals, exit. At most limit events (default %d, at most 10000); "+
-				"continue with from_seq set to the answer's next_seq.", logsDefaultLimit),
+				"continue with from_seq set to the answer's next_seq while more is true. plain gives output as the text a person saw (escape sequences applied).", logsDefaultLimit),
 			args: []arg{nameArg,
 				{"from_seq", map[string]any{"type": "integer", "minimum": 0, "description": "the first event's sequence number; 0 (default) is the oldest kept"}, false},
+				{"since", map[string]any{"type": "string", "description": "start at a seq (\"120\"), a duration ago (\"5m\") or a time (\"2026-11-30T20:00:00Z\")"}, false},
+				{"tail", map[string]any{"type": "integer", "minimum": 0, "description": "start at the last this many events"}, false},
+				{"plain", map[string]any{"type": "boolean", "description": "output as plain text lines, as a person saw it"}, false},
 				{"limit", map[string]any{"type": "integer", "minimum": 1, "maximum": 10000, "description": fmt.Sprintf("at most this many events (default %d)", logsDefaultLimit)}, false}},
 		}, func(ctx context.Context, in logsIn) *mcp.CallToolResult {
 			if in.Limit == 0 {
 				in.Limit = logsDefaultLimit
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.LogsResult, error) {
-				return c.Logs(ctx, wire.LogsParams{Name: in.Name, FromSeq: in.FromSeq, Limit: in.Limit})
+				return c.Logs(ctx, wire.LogsParams{Name: in.Name, FromSeq: in.FromSeq, Since: in.Since, Tail: in.Tail, Limit: in.Limit, Plain: in.Plain})
 			}, nil)
 		}),
 		typedTool(tool{name: "screenshot", readOnly: true,

@@ -40,7 +40,7 @@ const budgetWait = time.Second
 // memory was last handed back before an idle budget hands it back again;
 // freeOSEvery spaces those hand-backs (each is a full collection).
 const (
-	freeOSAfter = 64 << 20
+	freeOSAfter = 16 << 20
 	freeOSEvery = 2 * time.Second
 )
 

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -30,10 +29,6 @@ type sessionService interface {
 	Reconcile(ctx context.Context) (*session.ReconcileReport, error)
 	Attach(ctx context.Context, name string, rw io.ReadWriter) error
 }
-
-// maxLogEvents bounds one agent.logs answer so it fits a frame; callers
-// page with from_seq.
-const maxLogEvents = 10000
 
 // sessionRoutes are the agent.* session methods.
 func (d *Daemon) sessionRoutes() []Route {
@@ -256,48 +251,6 @@ func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	return nil, d.sessions.Resize(ctx, p.Name, p.Cols, p.Rows)
-}
-
-// errEnoughEvents stops a non-following log read at its limit.
-var errEnoughEvents = errors.New("enough events")
-
-func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
-	p, err := decodeParams[wire.LogsParams](call)
-	if err != nil {
-		return nil, err
-	}
-	if p.Limit < 0 || p.Limit > maxLogEvents {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "limit %d is outside 1..%d; page with from_seq instead", p.Limit, maxLogEvents)
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = maxLogEvents
-	}
-	res := &wire.LogsResult{Name: p.Name, Events: []wire.LogEvent{}, NextSeq: p.FromSeq}
-	req := session.LogsRequest{Name: p.Name, FromSeq: p.FromSeq, Follow: p.Follow}
-	err = d.sessions.Logs(ctx, req, func(ev session.Event) error {
-		le := logEvent(ev)
-		res.NextSeq = ev.Seq + 1
-		if p.Follow {
-			le.Name = p.Name
-			return call.Conn.Notify(wire.NotifyLogEvent, le)
-		}
-		res.Events = append(res.Events, le)
-		if len(res.Events) >= limit {
-			return errEnoughEvents
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnoughEvents) {
-		return nil, err
-	}
-	return res, nil
-}
-
-func logEvent(ev session.Event) wire.LogEvent {
-	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
-		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
-		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes}
 }
 
 func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {

@@ -342,6 +342,9 @@ type logReader struct {
 	br   *bufio.Reader
 	part []byte // an unterminated line read so far
 	next uint64 // the lowest seq still to deliver
+	// since skips records stamped before it, until the first one that is
+	// not (later records are all delivered, whatever their time).
+	since time.Time
 }
 
 func newLogReader(dir string, from uint64) *logReader {
@@ -417,8 +420,25 @@ func (r *logReader) openCurrent() error {
 		f.Close()
 		return err
 	}
+	if err := r.seek(f, fi.Size()); err != nil {
+		f.Close()
+		return err
+	}
 	r.f, r.ino, r.br = f, inode(fi), bufio.NewReaderSize(f, 64<<10)
 	return nil
+}
+
+// seek moves f to near the first record still wanted, so a read from far
+// into a long log does not decode everything before it.
+func (r *logReader) seek(f *os.File, size int64) error {
+	off, err := seekRecords(f, size, func(seq uint64, ts time.Time) bool {
+		return seq >= r.next && !ts.Before(r.since)
+	})
+	if err != nil {
+		return err
+	}
+	_, err = f.Seek(off, io.SeekStart)
+	return err
 }
 
 func (r *logReader) readFile(path string, fn func(Event) error) error {
@@ -430,6 +450,13 @@ func (r *logReader) readFile(path string, fn func(Event) error) error {
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := r.seek(f, fi.Size()); err != nil {
+		return err
+	}
 	save := r.br
 	r.br = bufio.NewReaderSize(f, 64<<10)
 	defer func() { r.br = save; r.part = nil }()
@@ -455,11 +482,14 @@ func (r *logReader) drain(fn func(Event) error) error {
 			line = append(r.part, line...)
 			r.part = nil
 		}
+		if seq, ts, ok := recordKey(line); ok && (seq < r.next || ts.Before(r.since)) {
+			continue // skipped without decoding it whole
+		}
 		ev, derr := DecodeEvent(line[:len(line)-1])
-		if derr != nil || ev.Seq < r.next {
+		if derr != nil || ev.Seq < r.next || ev.TS.Before(r.since) {
 			continue
 		}
-		r.next = ev.Seq + 1
+		r.next, r.since = ev.Seq+1, time.Time{}
 		if err := fn(ev); err != nil {
 			return err
 		}

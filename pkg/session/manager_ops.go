@@ -230,7 +230,8 @@ func (m *Manager) Resize(ctx context.Context, name string, cols, rows int) error
 	return m.call(ctx, name, "resize", mResize, resizeParams{Cols: cols, Rows: rows}, nil)
 }
 
-// Logs delivers the session's events from FromSeq on, in order, to fn. With
+// Logs delivers the session's events from FromSeq (or Since, or the last
+// Tail) on, in order, to fn. With
 // Follow it then keeps delivering new events until ctx ends (returning
 // ctx.Err()) or the session ends (returning nil after its last event). An
 // error from fn stops Logs and is returned. fn runs on the caller's
@@ -243,10 +244,65 @@ func (m *Manager) Logs(ctx context.Context, req LogsRequest, fn func(Event) erro
 	if _, err := os.Stat(dir); err != nil {
 		return notFound(req.Name)
 	}
-	r := newLogReader(dir, req.FromSeq)
+	from, err := logStart(dir, req)
+	if err != nil {
+		return err
+	}
+	r := newLogReader(dir, from)
+	r.since = req.Since
 	defer r.close()
+	if req.WholeRunes {
+		j := &runeJoiner{fn: fn}
+		if from > 1 {
+			r.next, j.skipFirst = from-1, from-1
+		}
+		poll := func(deliver func(Event) error) error {
+			if err := r.poll(deliver); err != nil {
+				return err
+			}
+			return j.flush() // caught up: nothing more to join with now
+		}
+		return followLog(ctx, req, dir, poll, j.deliver)
+	}
+	return followLog(ctx, req, dir, r.poll, fn)
+}
+
+// logStart is the first seq a read wants: FromSeq, or the start of the
+// last Tail events. A FromSeq past the end of the log (beyond the seq the
+// next event will take) is ErrInvalid: such a cursor came from elsewhere.
+func logStart(dir string, req LogsRequest) (uint64, error) {
+	if req.FromSeq <= 1 && req.Tail <= 0 {
+		return req.FromSeq, nil
+	}
+	last, err := lastSeqOf(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read the log of %q: %w", req.Name, err)
+	}
+	if req.FromSeq > last+1 {
+		return 0, &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("from_seq %d is past the end of the log of %q, whose last event is %d; "+
+			"read from %d (the next event) or from 0 (the oldest kept)", req.FromSeq, req.Name, last, last+1)}
+	}
+	from := req.FromSeq
+	if req.Tail > 0 && last >= uint64(req.Tail) {
+		from = max(from, last-uint64(req.Tail)+1)
+	}
+	return from, nil
+}
+
+// followLog reads what the log holds (poll) and, with req.Follow, goes on
+// reading as it grows until ctx ends or the session ends.
+func followLog(ctx context.Context, req LogsRequest, dir string, poll func(func(Event) error) error, fn func(Event) error) error {
+	if req.CaughtUp != nil {
+		inner := poll
+		poll = func(deliver func(Event) error) error {
+			if err := inner(deliver); err != nil {
+				return err
+			}
+			return req.CaughtUp()
+		}
+	}
 	if !req.Follow {
-		return r.poll(fn)
+		return poll(fn)
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -266,7 +322,7 @@ func (m *Manager) Logs(ctx context.Context, req LogsRequest, fn func(Event) erro
 			ended = err != nil && !errors.Is(err, errNoManifest) || err == nil && man.Status.Terminal()
 			checkEnd = false
 		}
-		if err := r.poll(fn); err != nil {
+		if err := poll(fn); err != nil {
 			return err
 		}
 		if ended {

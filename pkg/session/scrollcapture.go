@@ -207,3 +207,18 @@ func (r *plainRenderer) write(p []byte) {
 		}
 	}
 }
+
+// forget drops the kept lines above absolute row upTo: a reader has taken
+// them.
+func (c *scrollCapture) forget(upTo int) {
+	for c.dropped < upTo && c.off < len(c.lines) {
+		c.bytes -= len(c.lines[c.off]) + 1
+		c.lines[c.off] = ""
+		c.off++
+		c.dropped++
+	}
+	if c.off > 4096 && c.off > len(c.lines)/2 {
+		c.lines = append(c.lines[:0], c.lines[c.off:]...)
+		c.off = 0
+	}
+}

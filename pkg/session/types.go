@@ -205,8 +205,21 @@ type LogsRequest struct {
 	Name string
 	// FromSeq is the first seq wanted; 0 is the oldest kept.
 	FromSeq uint64
+	// Since skips the events stamped before it (zero: none).
+	Since time.Time
+	// Tail, when above zero, starts at the last Tail events instead (and
+	// never before FromSeq).
+	Tail int
 	// Follow keeps delivering new events until ctx ends or the session ends.
 	Follow bool
+	// WholeRunes moves the bytes of a character split between two
+	// successive output records into the first, for readers that turn
+	// output into text record by record.
+	WholeRunes bool
+	// CaughtUp, when set, is called each time the read has delivered all
+	// the log holds: at its end, and at each pause while following. An
+	// error from it stops the read.
+	CaughtUp func() error
 }
 
 // ReconcileReport is what Reconcile found and did.

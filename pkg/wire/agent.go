@@ -254,24 +254,55 @@ type ResizeParams struct {
 	Rows int    `json:"rows"`
 }
 
-// LogsParams read a session's event log from FromSeq; with Follow, new
-// events arrive as NotifyLogEvent notifications until the client hangs up
-// or the session ends, and the call answers only then.
+// LogsParams read a session's event log from FromSeq (or Since, or the
+// last Tail events). Without Follow or Stream the answer is one page: at
+// most Limit events and MaxLogPageBytes of them, with More set when the log
+// goes on (read on with from_seq = next_seq). With Stream the events come
+// as NotifyLogEvent notifications up to the log's end as it is now, and
+// with Follow on until the client hangs up or the session ends; the call
+// answers only then, so any log arrives whole at a flat memory cost.
 type LogsParams struct {
 	Name    string `json:"name"`
 	FromSeq uint64 `json:"from_seq,omitempty"`
-	Follow  bool   `json:"follow,omitempty"`
-	// Limit bounds the events in the answer (default and maximum 10000);
-	// page on with from_seq = next_seq.
+	// Since starts at the first event at or after a point: a seq number
+	// ("120"), a duration ago ("90s", "5m", "1h30m") or a time ("2026-11-30T20:00:00Z",
+	// "2026-11-30 20:00:00" or "2026-11-30" in the daemon's time zone).
+	Since string `json:"since,omitempty"`
+	// Tail starts at the last Tail events (never before from_seq or since).
+	Tail int `json:"tail,omitempty"`
+	// Follow keeps streaming new events until the session ends.
+	Follow bool `json:"follow,omitempty"`
+	// Stream sends the events as notifications up to the log's end.
+	Stream bool `json:"stream,omitempty"`
+	// Limit bounds the events: in a page at most MaxLogEvents (the
+	// default); in a stream or follow, all of them when 0.
 	Limit int `json:"limit,omitempty"`
+	// Plain gives output as the text a person saw: escape sequences and
+	// in-place edits applied, one text line per terminal line, lines as
+	// they scrolled off the screen and then the screen as it was left. An
+	// output event then holds the text of that record and any output
+	// records after it up to the next other event; their seqs are skipped.
+	// A page renders on its own (a line cut by a page boundary shows in
+	// both); a stream renders whole.
+	Plain bool `json:"plain,omitempty"`
 }
 
-// LogsResult is agent.logs' answer. Without follow it holds the events;
-// with follow they came as notifications and it holds none.
+// MaxLogEvents is the most events in one page of agent.logs, and
+// MaxLogPageBytes the most bytes of them (as JSON): a page stops short of
+// either and says More.
+const (
+	MaxLogEvents    = 10000
+	MaxLogPageBytes = 1 << 20
+)
+
+// LogsResult is agent.logs' answer. A page holds its events; after a
+// stream or follow they came as notifications and it holds none. NextSeq
+// is where to read on; More says a page stopped short of the log's end.
 type LogsResult struct {
 	Name    string     `json:"name"`
 	Events  []LogEvent `json:"events"`
 	NextSeq uint64     `json:"next_seq"`
+	More    bool       `json:"more,omitempty"`
 }
 
 // LogEvent is one event-log record: output, input, ask, answer, resize,
