@@ -397,21 +397,19 @@ func sendVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			// agent.send takes text or keys, not both: two calls on one
-			// connection, answered in order, keep the order typed.
+			// One call: the text and the keys reach the program in one
+			// write, or nothing does (a bad key name is refused first).
+			p := wire.SendParams{Name: args[0]}
 			if len(args) == 2 {
-				text, err := e.stdinText(args[1])
-				if err != nil {
-					return nil, err
-				}
-				if err := c.Send(ctx, wire.SendParams{Name: args[0], Text: text}); err != nil {
+				if p.Text, err = e.stdinText(args[1]); err != nil {
 					return nil, err
 				}
 			}
 			if keys != "" {
-				if err := c.Send(ctx, wire.SendParams{Name: args[0], Keys: strings.Split(keys, ",")}); err != nil {
-					return nil, err
-				}
+				p.Keys = strings.Split(keys, ",")
+			}
+			if err := c.Send(ctx, p); err != nil {
+				return nil, err
 			}
 			return nil, nil
 		},

@@ -314,7 +314,7 @@ func (t *tools) list() []tool {
 				func(r *wire.AskResult) string { return r.Answer })
 		}),
 		typedTool(tool{name: "send",
-			desc: acting("Send input to a running session without waiting for an answer: text exactly as typed (\\n is Enter), or keys by name. Give text or keys, not both. " +
+			desc: acting("Send input to a running session without waiting for an answer: text exactly as typed (\\n is Enter), or keys by name. Give text, keys, or both (the text first, in one write). " +
 				"Key names: enter, esc, tab, up, down, left, right, home, end, pageup, pagedown, backspace, delete, space, ctrl+<letter>, alt+<key>, f1 to f12."),
 			args: []arg{nameArg,
 				{"text", map[string]any{"type": "string", "description": "text to type, at most 64 KiB; \\n is Enter"}, false},

@@ -91,31 +91,29 @@ func (m *Manager) RecordAsk(ctx context.Context, name, question, answer, reason 
 	return m.call(ctx, name, "record an ask", mRecord, recordParams{Question: question, Answer: answer, Reason: reason}, nil)
 }
 
-// Send delivers text, or keys by name (see KeyBytes), to a running session
-// without waiting for a reaction. Exactly one of Text and Keys is given.
+// Send delivers text, keys by name (see KeyBytes), or text then keys, to a
+// running session in one write, without waiting for a reaction. Every key
+// name is checked before anything is sent.
 func (m *Manager) Send(ctx context.Context, req SendRequest) error {
 	if err := ValidateName(req.Name); err != nil {
 		return err
 	}
+	if req.Text == "" && len(req.Keys) == 0 {
+		return errorf(ErrInvalid, "send needs text or keys, e.g. agentctl send %s --keys enter", req.Name)
+	}
 	var data []byte
-	switch {
-	case req.Text != "" && len(req.Keys) > 0:
-		return errorf(ErrInvalid, "send either text or keys, not both")
-	case req.Text != "":
+	if req.Text != "" {
 		if err := validateText("send", req.Text); err != nil {
 			return err
 		}
 		data = []byte(req.Text)
-	case len(req.Keys) > 0:
-		for _, k := range req.Keys {
-			b, err := KeyBytes(k)
-			if err != nil {
-				return err
-			}
-			data = append(data, b...)
+	}
+	for _, k := range req.Keys {
+		b, err := KeyBytes(k)
+		if err != nil {
+			return err
 		}
-	default:
-		return errorf(ErrInvalid, "send needs text or keys, e.g. agentctl send %s --keys enter", req.Name)
+		data = append(data, b...)
 	}
 	return m.call(ctx, req.Name, "send", mSend, sendParams{Data: data}, nil)
 }

@@ -84,10 +84,10 @@ func TestShellAskAndSend(t *testing.T) {
 	if res.Answer != "hello there from sh" {
 		t.Errorf("got answer %q, want %q", res.Answer, "hello there from sh")
 	}
-	if err := m.Send(ctx, SendRequest{Name: "sh", Text: "echo sent-$((40+2))"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Send(ctx, SendRequest{Name: "sh", Keys: []string{"enter"}}); err != nil {
+	// A bad key name sends nothing, not even the text before it.
+	wantErr(t, m.Send(ctx, SendRequest{Name: "sh", Text: "echo never-$((6*7))", Keys: []string{"enter", "hyper+q"}}), ErrInvalid, "unknown key")
+	// Text then keys, in one call.
+	if err := m.Send(ctx, SendRequest{Name: "sh", Text: "echo sent-$((40+2))", Keys: []string{"enter"}}); err != nil {
 		t.Fatal(err)
 	}
 	wr, err := m.Wait(ctx, WaitRequest{Name: "sh", Until: `sent-42`, Timeout: 10 * time.Second})
@@ -106,6 +106,9 @@ func TestShellAskAndSend(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(snap.Lines, "\n"), "sent-42") {
 		t.Errorf("snapshot lacks sent-42: %q", snap.Lines)
+	}
+	if strings.Contains(strings.Join(snap.Lines, "\n"), "never") {
+		t.Errorf("a send refused for its bad key typed its text: %q", snap.Lines)
 	}
 	if err := m.Resize(ctx, "sh", 100, 30); err != nil {
 		t.Fatal(err)

@@ -166,8 +166,8 @@ type AskResult struct {
 	Resent bool `json:"resent"`
 }
 
-// SendRequest delivers input without waiting. Exactly one of Text and Keys
-// is given.
+// SendRequest delivers input without waiting: Text, Keys, or Text then
+// Keys in one write.
 type SendRequest struct {
 	Name string
 	Text string

@@ -204,8 +204,9 @@ type TimeoutDetails struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-// SendParams deliver input without waiting: Text as typed, or Keys by name
-// (enter, esc, tab, up, ctrl+c, ...). Exactly one is given.
+// SendParams deliver input without waiting: Text as typed, Keys by name
+// (enter, esc, tab, up, ctrl+c, ...), or both, the text first, in one
+// write to the program (a bad key name sends nothing).
 type SendParams struct {
 	Name string   `json:"name"`
 	Text string   `json:"text,omitempty"`

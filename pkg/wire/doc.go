@@ -61,8 +61,8 @@
 // # Methods
 //
 // Sessions: agent.spawn, agent.ask, agent.list, agent.status, agent.stop,
-// agent.rm, agent.reconcile, agent.logs (notifications agent.log_event when
-// following), agent.send, agent.snapshot, agent.wait, agent.resize,
+// agent.rm, agent.reconcile, agent.logs (pages, or notifications agent.log_event when
+// streaming or following), agent.send, agent.snapshot, agent.wait, agent.resize,
 // agent.attach. The screen: agent.screenshot, agent.act, agent.screen.
 // Channels: channel.register_channel (then channel.message notifications
 // on that connection), channel.unregister_channel, channel.push_to_channel,
