@@ -110,8 +110,8 @@ type UnregisterChannelParams struct {
 // UnregisterChannelResult answers channel.unregister_channel.
 type UnregisterChannelResult struct {
 	ChannelID string `json:"channel_id"`
-	// Undelivered counts the queued messages that were not written; their
-	// pushes answered delivered false.
+	// Undelivered counts the queued messages that were not written (their
+	// pushes answered when they were queued).
 	Undelivered int `json:"undelivered"`
 }
 
