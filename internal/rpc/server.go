@@ -289,7 +289,10 @@ func (s *ServerConn) newIdleTimer(close func()) *idleTimer {
 		return nil
 	}
 	it := &idleTimer{timeout: s.opts.IdleTimeout, keepAlive: s.opts.KeepAlive, close: close}
+	// Under the lock: fire reads t, and may run before AfterFunc returns.
+	it.mu.Lock()
 	it.t = time.AfterFunc(it.timeout, it.fire)
+	it.mu.Unlock()
 	return it
 }
 
