@@ -409,6 +409,7 @@ func TestChannelSlowListener(t *testing.T) {
 	var mu sync.Mutex
 	var pushes []pushOutcome
 	var busy int
+	var slowest time.Duration // the longest a push took to answer
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var stopOnce sync.Once
@@ -426,9 +427,12 @@ func TestChannelSlowListener(t *testing.T) {
 				b := fmt.Sprintf(`{"w":%d,"i":%d,"pad":%s}`, w, i, body)
 				// Bounded: a push must never wait for the listener.
 				pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				began := time.Now()
 				r, err := c.PushToChannel(pctx, wire.PushParams{ChannelID: "slow", Message: json.RawMessage(b)})
+				took := time.Since(began)
 				cancel()
 				mu.Lock()
+				slowest = max(slowest, took)
 				if errors.Is(err, wire.ErrBusy) {
 					busy++
 					mu.Unlock()
@@ -509,6 +513,7 @@ func TestChannelSlowListener(t *testing.T) {
 	if busy == 0 || delivered == 0 {
 		t.Errorf("%d queued, %d busy: want both", delivered, busy)
 	}
+	t.Logf("%d pushes queued, %d busy, %d of %d refused at once while stuck; slowest push answer %s", delivered, busy, refused, tried, slowest)
 }
 
 // TestChannelStalledListener: a listener that stops reading is dropped
