@@ -194,6 +194,10 @@ type Daemon struct {
 	perPeer struct {
 		sync.Mutex
 		n map[int]int
+		// lastLog and suppressed rate-limit the log of refusals, so a
+		// runaway client cannot flood the journal.
+		lastLog    time.Time
+		suppressed int
 	}
 	// stopCtx ends when a stop begins: long calls (streams, follows,
 	// waits; Route.Long) and raw streams end at once with it, instead of
@@ -543,7 +547,10 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	live := d.live.Load()
 	release, held, share := d.takePeerSlot(peer.PID, live.MaxConnections)
 	if release == nil {
-		log.Warn().Int("held", held).Int("share", share).Str("peer_exe", peer.Exe).Msg("connection refused: the process holds its share of the connection limit")
+		if suppressed, ok := d.peerRefusalLog(); ok {
+			log.Warn().Int("held", held).Int("share", share).Str("peer_exe", peer.Exe).Int("suppressed", suppressed).
+				Msg("connection refused: the process holds its share of the connection limit")
+		}
 		d.refuse(uc, wire.Errorf(wire.CodeBusy,
 			"this process (pid %d) already holds %d connections, its share (half) of agentd's limit of %d (max_connections); close idle ones or reuse one", peer.PID, held, live.MaxConnections))
 		return
@@ -584,6 +591,21 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 	default:
 		log.Debug().Msg("connection closed")
 	}
+}
+
+// peerRefusalLog says whether a share refusal may be logged now (at most
+// one per refusalLogEvery), and how many were left out since the last.
+func (d *Daemon) peerRefusalLog() (suppressed int, ok bool) {
+	d.perPeer.Lock()
+	defer d.perPeer.Unlock()
+	now := time.Now()
+	if now.Sub(d.perPeer.lastLog) < refusalLogEvery {
+		d.perPeer.suppressed++
+		return 0, false
+	}
+	d.perPeer.lastLog = now
+	suppressed, d.perPeer.suppressed = d.perPeer.suppressed, 0
+	return suppressed, true
 }
 
 // takePeerSlot counts a connection of the process pid against its share of
