@@ -90,7 +90,7 @@ func channelPushVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			if !r.Delivered {
+			if p.Ack && !r.Delivered {
 				// The listener went away with the message: for a script that is
 				// the channel being gone, not success.
 				return nil, wire.Errorf(wire.CodeChannelUnknown, "message %d to channel %s was not delivered: %s", r.Seq, r.ChannelID, r.Detail)
@@ -99,7 +99,12 @@ func channelPushVerb() verb {
 		},
 		human: func(w io.Writer, r any) error {
 			x := r.(*wire.PushResult)
-			fmt.Fprintf(w, "delivered message %d to channel %s\n", x.Seq, x.ChannelID)
+			if x.Delivered {
+				fmt.Fprintf(w, "delivered message %d to channel %s\n", x.Seq, x.ChannelID)
+			} else {
+				// Without --ack the daemon answers once the message is queued.
+				fmt.Fprintf(w, "queued message %d for channel %s\n", x.Seq, x.ChannelID)
+			}
 			return nil
 		},
 	}
@@ -121,7 +126,7 @@ func channelListVerb() verb {
 
 func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHANNEL\tSESSION\tPID\tLISTENER\tQUEUE\tDELIVERED\tAGE")
+	fmt.Fprintln(tw, "CHANNEL\tSESSION\tPID\tLISTENER\tQUEUE\tDELIVERED\tDROPPED\tAGE")
 	now := time.Now()
 	for _, ch := range r.Channels {
 		sess := ch.Session
@@ -132,8 +137,14 @@ func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 		if ch.Listener.Exe == "" {
 			exe = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d/%d\t%d\t%s\n", ch.ChannelID, sess, ch.Listener.PID, exe,
-			ch.QueueDepth, ch.QueueCap, ch.Delivered, ago(now.Sub(ch.RegisteredAt)))
+		queue := fmt.Sprintf("%d/%d", ch.QueueDepth, ch.QueueCap)
+		if ch.DroppedAt != nil {
+			// The listener was dropped for not reading; nobody holds the
+			// channel now.
+			queue = "dropped " + ago(now.Sub(*ch.DroppedAt)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", ch.ChannelID, sess, ch.Listener.PID, exe,
+			queue, ch.Delivered, ch.Dropped, ago(now.Sub(ch.RegisteredAt)))
 	}
 	return tw.Flush()
 }

@@ -201,6 +201,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 	return daemon.Config{
 		SocketPath: s.Socket, StateDir: s.StateDir, MaxConnections: s.MaxConnections,
 		ReadTimeout: s.ReadTimeout.D(), ShutdownGrace: s.ShutdownGrace.D(), EventLogCap: s.EventLogCap,
+		WriteTimeout: s.WriteTimeout.D(), IdleTimeout: s.IdleTimeout.D(),
 		Display: display, AllowAct: s.AllowAct, AuditMaxBytes: s.AuditLogCap,
 		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,

@@ -39,6 +39,8 @@ type Settings struct {
 	MaxConnections  int      `toml:"max_connections" doc:"most client connections at once; more are answered busy" live:"true"`
 	ReadTimeout     Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
 	ShutdownGrace   Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
+	WriteTimeout    Duration `toml:"write_timeout" doc:"how long a client may leave a frame unread before it is dropped (a channel listener with it)" live:"true"`
+	IdleTimeout     Duration `toml:"idle_timeout" doc:"how long a connection with nothing in flight and no channel, follow or stream open is kept" live:"true"`
 	AskTimeout      Duration `toml:"ask_timeout" doc:"default deadline of agent.ask" live:"true"`
 	AskIdle         Duration `toml:"ask_idle" doc:"quiet that ends an ask on a program whose prompt could not be learned" live:"true"`
 	LockTimeout     Duration `toml:"lock_timeout" doc:"default wait for a session's or the screen's lock" live:"true"`
@@ -57,6 +59,8 @@ func Defaults() Settings {
 		MaxConnections:  512,
 		ReadTimeout:     Duration(10 * time.Second),
 		ShutdownGrace:   Duration(5 * time.Second),
+		WriteTimeout:    Duration(30 * time.Second),
+		IdleTimeout:     Duration(5 * time.Minute),
 		AskTimeout:      Duration(10 * time.Minute),
 		AskIdle:         Duration(1500 * time.Millisecond),
 		LockTimeout:     Duration(10 * time.Second),
@@ -380,6 +384,17 @@ func validate(path string, data []byte, l *Loaded) error {
 	for _, f := range Fields() {
 		if v, ok := positive[f.Key]; ok && v <= 0 {
 			return fmt.Errorf("%s: %s must be positive, not %s", where(f.Key), f.Key, s.Value(f))
+		}
+	}
+	// A client needs time to take a frame off its socket and to think
+	// between requests; under a second either would cut healthy clients.
+	for _, t := range []struct {
+		key string
+		v   Duration
+	}{{"write_timeout", s.WriteTimeout}, {"idle_timeout", s.IdleTimeout}} {
+		if t.v.D() < time.Second {
+			return fmt.Errorf("%s: %s %s is under a second, which would cut off healthy clients; give at least \"1s\" (the default is %s)",
+				where(t.key), t.key, t.v.D(), map[string]string{"write_timeout": `"30s"`, "idle_timeout": `"5m0s"`}[t.key])
 		}
 	}
 	// One frame must fit, or the largest requests could never pass.

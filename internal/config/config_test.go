@@ -56,6 +56,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 	s := Settings{
 		Socket: "/tmp/x.sock", StateDir: "/tmp/state", LogLevel: "debug", LogFormat: "json", Display: ":5",
 		AllowAct: true, MaxConnections: 7, ReadTimeout: Duration(3 * time.Second), ShutdownGrace: Duration(time.Second),
+		WriteTimeout: Duration(7 * time.Second), IdleTimeout: Duration(3 * time.Minute),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
 	}
@@ -116,6 +117,9 @@ func TestBadConfigs(t *testing.T) {
 		{"duration as a float", "ask_idle = 0.5\n", []string{":1:", "ask_idle", "unit"}},
 		{"negative limit", "\n\nmax_connections = -3\n", []string{":3:", "max_connections", "positive"}},
 		{"zero queue", "channel_queue = 0\n", []string{"channel_queue", "positive"}},
+		{"idle timeout without unit", "idle_timeout = 300\n", []string{":1:", "idle_timeout", "unit"}},
+		{"idle timeout too short", "\nidle_timeout = \"10ms\"\n", []string{":2:", "idle_timeout", "under a second", `"1s"`, `"5m0s"`}},
+		{"write timeout too short", "write_timeout = \"0s\"\n", []string{":1:", "write_timeout", "under a second", `"30s"`}},
 		{"budget below a frame", "memory_budget = 1048576\n", []string{":1:", "memory_budget", "below one frame", "16 MiB"}},
 		{"socket too long", "socket = \"" + long + "\"\n", []string{"socket", "shorter", "--socket", "AGENTD_SOCKET"}},
 		{"relative socket", "socket = \"agentd.sock\"\n", []string{"socket", "absolute"}},

@@ -18,4 +18,9 @@
 // answered with malformed_frame and id 0 where possible, then the
 // connection is closed, since the reader has lost its place. A frame that is
 // whole but holds no valid request is answered and the connection goes on.
+// A connection with no request being read or handled for the IdleTimeout is
+// closed (unless KeepAlive holds it), and one whose peer leaves a frame
+// unread for the WriteTimeout is closed with WriteFailure saying so. A
+// server context cancelled with an *Error cause sends that error (id 0) as
+// its last frame: a client sees why it was closed (shutting_down).
 package rpc

@@ -53,7 +53,24 @@ type ServeOptions struct {
 	// Budget, when set, bounds the bytes held in large requests and
 	// answers, shared with every connection given the same Budget.
 	Budget *Budget
+	// IdleTimeout, when positive, closes a connection that has had no
+	// request being read or handled for that long, unless KeepAlive says
+	// something else holds it open (a channel it registered). Serve then
+	// returns ErrIdle. An upgraded connection is never idle: its stream
+	// owns it. Zero keeps idle connections open.
+	IdleTimeout time.Duration
+	// KeepAlive, when set, is asked when a connection has been idle for
+	// IdleTimeout: true keeps it open for another IdleTimeout.
+	KeepAlive func() bool
 }
+
+// ErrIdle is what Serve returns for a connection it closed because it was
+// idle for the IdleTimeout.
+var ErrIdle = errors.New("connection idle")
+
+// goodbyeTimeout bounds writing the last frame (the reason the connection
+// is closed) to a peer that may not read it.
+const goodbyeTimeout = time.Second
 
 // Upgrade is a handler result that switches the connection from frames to
 // a raw byte stream (agentctl attach). The response carrying Result is
@@ -104,20 +121,34 @@ func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
 func (s *ServerConn) Conn() net.Conn { return s.conn }
 
 // Serve reads requests and answers each on its own goroutine until the peer
-// hangs up, a frame is broken, or ctx ends. Each request's context derives
-// from ctx and is cancelled when the connection ends, so a client that hangs
-// up stops its work. Serve returns after every handler has returned; it
-// returns nil on a clean close by the peer, else why the connection ended.
-// It closes the connection.
+// hangs up, a frame is broken, ctx ends, or the connection is idle for the
+// IdleTimeout. Each request's context derives from ctx and is cancelled
+// when the connection ends, so a client that hangs up stops its work. Serve
+// returns after every handler has returned; it returns nil on a clean close
+// by the peer or when ctx ends, ErrIdle for an idle connection, else why
+// the connection ended. It closes the connection.
+//
+// When ctx ends with a cause (context.WithCancelCause) that is an *Error,
+// that error is sent to the peer as a response with id 0 once the handlers
+// have answered, just before the connection closes: the peer learns why
+// (agentd sends shutting_down when it stops).
 func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	upgraded := false
 	defer func() {
 		// Handlers see their contexts end, finish and write their answers
 		// (a request that completes as the daemon stops still gets its
 		// response); only then does the connection close.
 		cancel()
 		wg.Wait()
+		var why *Error
+		if !upgraded && errors.As(context.Cause(parent), &why) {
+			if body, err := AppendResponse(nil, 0, nil, why); err == nil {
+				s.w.writeWithin(body, goodbyeTimeout)
+			}
+		}
 		s.conn.Close()
 	}()
 	// Cancellation interrupts a blocked read with a past deadline. The loop
@@ -135,6 +166,8 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 	}
 	stop := context.AfterFunc(ctx, func() { setReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	idle := s.newIdleTimer(func() { setReadDeadline(time.Unix(1, 0)) })
+	defer idle.stop()
 
 	slots := make(chan struct{}, s.opts.MaxInFlight)
 	work := make(chan func()) // unbuffered: a send succeeds only to an idle handler
@@ -147,7 +180,15 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			armed = false
 		}
 		if err := fr.waitStart(); err != nil {
+			if idle.fired() {
+				return ErrIdle
+			}
 			return s.ended(ctx, err)
+		}
+		// A frame has begun: the connection is not idle until it is
+		// answered (or refused).
+		if !idle.begin() {
+			return ErrIdle
 		}
 		// A frame that arrived whole with its first bytes (the usual
 		// case) cannot stall; only one still arriving gets a deadline.
@@ -158,6 +199,7 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		}
 		body, held, err := s.readFrame(ctx, fr)
 		if err == errRefused {
+			idle.end()
 			continue
 		}
 		if err != nil {
@@ -180,20 +222,25 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			if s.opts.OnRequestDone != nil {
 				s.opts.OnRequestDone(orEmpty(req), 0, derr.(*Error))
 			}
+			idle.end()
 			continue
 		}
 		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
 			s.opts.Budget.release(held)
 			if up := s.handleUpgrade(ctx, h, req); up != nil {
+				idle.stop() // the stream owns the connection now
 				wg.Wait()
 				s.w.stop()
+				upgraded = true
 				setReadDeadline(time.Time{})
 				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
 			}
+			idle.end()
 			continue
 		}
 		if s.opts.Inline != nil && s.opts.Inline(req.Method) {
 			s.handle(ctx, h, req, held)
+			idle.end()
 			continue
 		}
 		select {
@@ -208,7 +255,7 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 		}
 		wg.Add(1)
 		job := func() {
-			defer func() { <-slots; wg.Done() }()
+			defer func() { idle.end(); <-slots; wg.Done() }()
 			s.handle(ctx, h, req, held)
 		}
 		// Hand the request to an idle handler goroutine if there is one:
@@ -219,6 +266,111 @@ func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
 			go handlerLoop(ctx, work, job)
 		}
 	}
+}
+
+// idleTimer closes a connection that has had nothing to do for the
+// IdleTimeout: it runs while no request is being read or handled, and what
+// it does on expiry (close) is given by Serve. A nil *idleTimer (no
+// IdleTimeout) does nothing.
+type idleTimer struct {
+	timeout   time.Duration
+	keepAlive func() bool
+	close     func()
+
+	mu      sync.Mutex
+	t       *time.Timer
+	busy    int  // requests being read or handled
+	done    bool // fired (the connection is closing) or stopped
+	expired bool
+}
+
+func (s *ServerConn) newIdleTimer(close func()) *idleTimer {
+	if s.opts.IdleTimeout <= 0 {
+		return nil
+	}
+	it := &idleTimer{timeout: s.opts.IdleTimeout, keepAlive: s.opts.KeepAlive, close: close}
+	// Under the lock: fire reads t, and may run before AfterFunc returns.
+	it.mu.Lock()
+	it.t = time.AfterFunc(it.timeout, it.fire)
+	it.mu.Unlock()
+	return it
+}
+
+func (it *idleTimer) fire() {
+	it.mu.Lock()
+	if it.done || it.busy > 0 {
+		it.mu.Unlock()
+		return
+	}
+	it.mu.Unlock()
+	// Asked outside the lock: KeepAlive takes the daemon's locks.
+	if it.keepAlive != nil && it.keepAlive() {
+		it.mu.Lock()
+		if !it.done && it.busy == 0 {
+			it.t.Reset(it.timeout)
+		}
+		it.mu.Unlock()
+		return
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.done || it.busy > 0 {
+		return // a request began meanwhile
+	}
+	it.done, it.expired = true, true
+	it.close()
+}
+
+// begin marks a request as started; false when the connection has just
+// been closed as idle.
+func (it *idleTimer) begin() bool {
+	if it == nil {
+		return true
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.expired {
+		return false
+	}
+	if it.busy == 0 {
+		it.t.Stop()
+	}
+	it.busy++
+	return true
+}
+
+// end marks a request as answered; the last one starts the idle clock.
+func (it *idleTimer) end() {
+	if it == nil {
+		return
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.busy--
+	if it.busy == 0 && !it.done {
+		it.t.Reset(it.timeout)
+	}
+}
+
+// fired says whether the connection was closed as idle.
+func (it *idleTimer) fired() bool {
+	if it == nil {
+		return false
+	}
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.expired
+}
+
+// stop ends the timer for good.
+func (it *idleTimer) stop() {
+	if it == nil {
+		return
+	}
+	it.mu.Lock()
+	it.done = true
+	it.t.Stop()
+	it.mu.Unlock()
 }
 
 // handlerIdle is how long a handler goroutine waits for more work before it
@@ -506,3 +658,8 @@ func (s *ServerConn) Notify(method string, params any) error {
 }
 
 func (s *ServerConn) write(body []byte) error { return s.w.write(body) }
+
+// WriteFailure returns the error of the write that closed the connection,
+// or nil. A timeout (net.Error's Timeout) means the peer stopped reading
+// for the WriteTimeout and was dropped.
+func (s *ServerConn) WriteFailure() error { return s.w.failure() }

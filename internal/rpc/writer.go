@@ -22,6 +22,10 @@ type frameWriter struct {
 	buf    []byte
 	dlSet  time.Time // when the deadline was last moved
 	closed bool      // no more frames: the connection became a raw stream
+	// failed is the error of the write that closed the connection, kept
+	// so the owner can tell a peer that stopped reading (a timeout) from
+	// one that left; read with failure.
+	failed error
 }
 
 // maxKeptWriteBuf is the largest buffer kept between writes, so one large
@@ -95,9 +99,36 @@ func (w *frameWriter) doneLocked(err error) error {
 		w.buf = nil
 	}
 	if err != nil {
+		// Recorded before the close, so whoever sees the connection end
+		// also sees why.
+		if w.failed == nil {
+			w.failed = err
+		}
 		w.conn.Close()
 	}
 	return err
+}
+
+// failure returns the error of the write that closed the connection, or
+// nil.
+func (w *frameWriter) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// writeWithin writes body as one frame with a deadline of its own (d from
+// now), for a last frame to a peer that may not read it.
+func (w *frameWriter) writeWithin(body []byte, d time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.frameLocked(body); err != nil {
+		return err
+	}
+	w.conn.SetWriteDeadline(time.Now().Add(d))
+	w.dlSet = time.Time{}
+	_, err := w.conn.Write(w.buf)
+	return w.doneLocked(err)
 }
 
 // stop refuses every later frame (ErrClosed) once the connection has

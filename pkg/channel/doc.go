@@ -9,12 +9,22 @@
 // it and ends with it. Each channel has a bounded FIFO of messages waiting
 // to be written and, only while that queue is not empty, one writer
 // goroutine: it writes the messages in seq order with Listener.Notify, so a
-// listener sees them in the order they were pushed, each once. A push waits
-// until its message is written (or acknowledged, with ack) and answers
-// delivered accordingly; a full queue answers busy; a channel that ends
-// fails every message still queued with delivered false. Nothing is
-// retried, so nothing is delivered twice, and nothing is dropped without its
-// push saying so.
+// listener sees them in the order they were pushed, each once. Delivery is
+// asynchronous: a push answers as soon as its message is queued (queued
+// true), so a pusher never waits on a listener's socket; a full queue
+// answers busy at once. Only a push with ack waits, for the listener's
+// acknowledgement, within its own timeout. Nothing is retried, so nothing
+// is delivered twice.
+//
+// A listener that does not read is cut off by its connection's write
+// timeout (the daemon's write_timeout): the write fails, the connection
+// closes, and the registry drops the listener (Staller tells it from one
+// that left). Its channels end; what they still held is lost, and the loss
+// is not silent: OnDrop's function logs it, and channel.list keeps a row
+// for each dropped channel (DroppedAt, Dropped) for DroppedKeep, or until a
+// listener registers the id again and carries the count on. A push to it
+// meanwhile is channel_unknown saying the listener was dropped. A listener
+// that leaves by itself with messages queued is reported to OnDrop too.
 //
 // It imports pkg/wire for the payloads only: the parameters and results it
 // is handed and answers, and the channel.message notifications it writes,

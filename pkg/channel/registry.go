@@ -39,6 +39,10 @@ const (
 	// DefaultAskTimeout is how long an ask through a channel waits for its
 	// reply when it gives no timeout.
 	DefaultAskTimeout = 10 * time.Minute
+	// DroppedKeep is how long channel.list keeps showing a channel whose
+	// listener was dropped for not reading, so the loss is seen by whoever
+	// looks next; a new registration of the id takes the row over.
+	DroppedKeep = time.Hour
 )
 
 // Listener is the connection a channel belongs to and its messages are
@@ -53,11 +57,25 @@ type Listener interface {
 	String() string
 }
 
+// Staller is implemented by a Listener that can say it was cut off for not
+// reading: Stalled returns the write error (a timeout) that ended its
+// connection, or nil. The registry asks when the listener's channels end,
+// so it can tell a listener that left from one that was dropped, whichever
+// notices first (the channel's writer or the connection's end).
+type Staller interface {
+	Stalled() error
+}
+
 // Registry holds the channels and the asks waiting for a reply through
 // them. It is safe for concurrent use.
 type Registry struct {
 	queueCap   atomic.Int64 // messages per channel queue; config reload changes it
 	queueBytes int          // bytes per channel queue
+
+	// onDrop, when set, is told of every listener that leaves with
+	// messages still queued or is dropped for not reading (the daemon logs
+	// it); set before use, see OnDrop.
+	onDrop func(DropInfo)
 
 	mu        sync.Mutex
 	byID      map[string]*channel
@@ -65,7 +83,37 @@ type Registry struct {
 	byCC      map[string]*channel
 	byConn    map[Listener]map[string]*channel
 	asks      map[string]*pendingAsk
+	// dropped remembers, by id, the channels whose listener was dropped
+	// for not reading: channel.list shows them (DroppedKeep) and a new
+	// registration of the id carries the count on.
+	dropped map[string]*droppedChannel
 }
+
+// droppedChannel is what is kept of a channel whose listener was dropped.
+type droppedChannel struct {
+	row wire.ChannelRow // as listed, with DroppedAt set
+}
+
+// DropInfo describes a listener whose channels ended with messages not
+// written to it.
+type DropInfo struct {
+	Listener wire.ChannelPeer
+	// Channels are the ids of the listener's channels that ended.
+	Channels []string
+	// Undelivered counts the messages queued for them that were never
+	// written.
+	Undelivered int
+	// Stalled is true when the listener was dropped because it did not
+	// read within the write timeout (Err says so); false when its
+	// connection ended by itself.
+	Stalled bool
+	Err     error
+}
+
+// OnDrop sets the function told of listeners that leave with messages
+// queued or are dropped for not reading. Call it before the registry is
+// used.
+func (r *Registry) OnDrop(f func(DropInfo)) { r.onDrop = f }
 
 // NewRegistry returns an empty registry with the default queue bound.
 func NewRegistry() *Registry {
@@ -73,6 +121,7 @@ func NewRegistry() *Registry {
 		queueBytes: DefaultQueueBytes,
 		byID:       map[string]*channel{}, bySession: map[string]*channel{}, byCC: map[string]*channel{},
 		byConn: map[Listener]map[string]*channel{}, asks: map[string]*pendingAsk{},
+		dropped: map[string]*droppedChannel{},
 	}
 	r.queueCap.Store(DefaultQueue)
 	return r
@@ -91,8 +140,10 @@ func (r *Registry) SetQueueCap(n int) {
 type channel struct {
 	id, session, cc, desc string
 	conn                  Listener
+	reg                   *Registry
 	registered            time.Time
 	gone                  chan struct{} // closed when the channel ends
+	droppedBefore         uint64        // messages lost with earlier listeners of this id
 
 	mu          sync.Mutex
 	closed      bool
@@ -105,6 +156,7 @@ type channel struct {
 	delivered   uint64
 	acks        map[uint64]*delivery // pushes with ack waiting for channel.ack
 	asks        int                  // asks waiting for a reply through it
+	lost        int                  // messages whose write failed
 }
 
 // delivery is one pushed message on its way to the listener.
@@ -167,7 +219,7 @@ func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfP
 		}
 	}
 	ch := &channel{id: p.ChannelID, session: p.Session, cc: p.CCSessionID, desc: p.Description,
-		conn: l, registered: time.Now(), gone: make(chan struct{})}
+		conn: l, reg: r, registered: time.Now(), gone: make(chan struct{})}
 	first, err = r.add(ch)
 	if err != nil {
 		return nil, false, err
@@ -202,6 +254,10 @@ func (r *Registry) add(ch *channel) (first bool, err error) {
 	}
 	mine[ch.id] = ch
 	r.byID[ch.id] = ch
+	if d := r.dropped[ch.id]; d != nil {
+		ch.droppedBefore = d.row.Dropped
+		delete(r.dropped, ch.id)
+	}
 	if ch.session != "" {
 		r.bySession[ch.session] = ch
 	}
@@ -226,7 +282,17 @@ func (r *Registry) removeLocked(ch *channel) {
 }
 
 // DropListener ends every channel of a listener whose connection ended.
+// Messages still queued are lost (their pushes were answered when queued);
+// OnDrop's function is told how many.
+//
+// A listener whose connection was cut because it did not read within the
+// write timeout (Staller) is dropped: its channels are remembered as
+// dropped, with the messages they lost, for channel.list (DroppedKeep).
 func (r *Registry) DropListener(l Listener) {
+	var stall error
+	if s, ok := l.(Staller); ok {
+		stall = s.Stalled()
+	}
 	r.mu.Lock()
 	mine := r.byConn[l]
 	delete(r.byConn, l)
@@ -236,8 +302,60 @@ func (r *Registry) DropListener(l Listener) {
 		chs = append(chs, ch)
 	}
 	r.mu.Unlock()
+	if len(chs) == 0 {
+		return
+	}
+	sort.Slice(chs, func(i, j int) bool { return chs[i].id < chs[j].id })
+	info := DropInfo{Listener: l.ChannelPeer(), Stalled: stall != nil, Err: stall}
+	now := time.Now()
 	for _, ch := range chs {
-		ch.end()
+		// The row is taken before end() empties the queue.
+		row := ch.row(r)
+		n := ch.end()
+		info.Channels = append(info.Channels, ch.id)
+		info.Undelivered += n
+		if stall == nil {
+			continue
+		}
+		row.Dropped += uint64(n)
+		row.QueueDepth = 0
+		row.PendingAsks = 0
+		at := now.UTC()
+		row.DroppedAt = &at
+		r.remember(&droppedChannel{row: row})
+	}
+	if r.onDrop != nil && (info.Stalled || info.Undelivered > 0) {
+		r.onDrop(info)
+	}
+}
+
+// remember keeps a dropped channel's row, unless a listener registered the
+// id meanwhile; the oldest rows go first past MaxChannels.
+func (r *Registry) remember(d *droppedChannel) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID[d.row.ChannelID] != nil {
+		return
+	}
+	r.expireLocked(time.Now())
+	if len(r.dropped) >= MaxChannels {
+		var oldest *droppedChannel
+		for _, o := range r.dropped {
+			if oldest == nil || o.row.DroppedAt.Before(*oldest.row.DroppedAt) {
+				oldest = o
+			}
+		}
+		delete(r.dropped, oldest.row.ChannelID)
+	}
+	r.dropped[d.row.ChannelID] = d
+}
+
+// expireLocked forgets dropped channels older than DroppedKeep.
+func (r *Registry) expireLocked(now time.Time) {
+	for id, d := range r.dropped {
+		if now.Sub(*d.row.DroppedAt) > DroppedKeep {
+			delete(r.dropped, id)
+		}
 	}
 }
 
@@ -252,6 +370,7 @@ func (ch *channel) end() int {
 	}
 	ch.closed = true
 	rest := ch.queue[ch.head:]
+	lost := len(rest) + ch.lost
 	ch.queue, ch.head, ch.queuedBytes = nil, 0, 0
 	ch.acks = nil
 	ch.mu.Unlock()
@@ -259,7 +378,7 @@ func (ch *channel) end() int {
 		close(dv.done)
 	}
 	close(ch.gone)
-	return len(rest)
+	return lost
 }
 
 // Unregister ends l's channel id; it returns how many queued messages were
@@ -289,6 +408,10 @@ func (r *Registry) find(id, sess string) (*channel, error) {
 	if id != "" {
 		if ch := r.byID[id]; ch != nil {
 			return ch, nil
+		}
+		if d := r.dropped[id]; d != nil {
+			return nil, errorf(ErrUnknown, "channel %q has no listener: pid %d was dropped at %s for not reading its messages (%d lost); the id is free for a new listener",
+				id, d.row.Listener.PID, d.row.DroppedAt.Format(time.RFC3339), d.row.Dropped)
 		}
 		return nil, errorf(ErrUnknown, "no channel %.140q is registered; agentctl channel list shows the channels", id)
 	}
@@ -368,11 +491,19 @@ func (ch *channel) writeLoop() {
 		if err == nil {
 			dv.written = true
 			ch.delivered++
+		} else {
+			ch.lost++ // the message being written when the listener failed
 		}
 		ch.mu.Unlock()
 		close(dv.done)
-		// A failed write closes the connection; the daemon then calls
-		// DropListener, which ends the channel and fails what is queued.
+		if err != nil {
+			// A failed write closes the connection, and the daemon calls
+			// DropListener when it sees the end; ending the channels here
+			// as well spares pushes the wait. Whichever comes first ends
+			// them, the other finds nothing left.
+			ch.reg.DropListener(ch.conn)
+			return
+		}
 	}
 }
 
@@ -417,24 +548,23 @@ func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushP
 		ch.forgetAck(dv)
 		return &PushTimeoutError{ChannelID: ch.id, Seq: dv.msg.Seq, Written: written, Timeout: timeout}
 	}
+	res := &wire.PushResult{ChannelID: ch.id, Seq: dv.msg.Seq, Routed: true, Queued: true}
+	if !p.Ack {
+		// Delivery is asynchronous: a pusher never waits on a listener's
+		// socket, whatever the listener does.
+		return res, nil
+	}
 	select {
 	case <-dv.done:
 	case <-deadline:
 		// Still queued: it will be written, but not acknowledged in time.
 		return nil, timedOut(false)
 	case <-ctx.Done():
-		if p.Ack {
-			ch.forgetAck(dv)
-		}
+		ch.forgetAck(dv)
 		return nil, ctx.Err()
 	}
-	res := &wire.PushResult{ChannelID: ch.id, Seq: dv.msg.Seq, Routed: true}
 	if !dv.written {
 		res.Detail = "the listener's connection ended before the message was written to it"
-		return res, nil
-	}
-	if !p.Ack {
-		res.Delivered = true
 		return res, nil
 	}
 	select {
@@ -520,15 +650,33 @@ func (r *Registry) List() *wire.ChannelListResult {
 		chs = append(chs, ch)
 	}
 	r.mu.Unlock()
-	sort.Slice(chs, func(i, j int) bool { return chs[i].id < chs[j].id })
 	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, 0, len(chs))}
 	for _, ch := range chs {
-		ch.mu.Lock()
-		row := wire.ChannelRow{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, Description: ch.desc,
-			Listener: ch.conn.ChannelPeer(), QueueDepth: len(ch.queue) - ch.head, QueueCap: int(r.queueCap.Load()),
-			Pushed: ch.pushed, Delivered: ch.delivered, PendingAsks: ch.asks, RegisteredAt: ch.registered}
-		ch.mu.Unlock()
-		res.Channels = append(res.Channels, row)
+		res.Channels = append(res.Channels, ch.row(r))
 	}
+	r.mu.Lock()
+	r.expireLocked(time.Now())
+	for _, d := range r.dropped {
+		res.Channels = append(res.Channels, d.row)
+	}
+	r.mu.Unlock()
+	sort.SliceStable(res.Channels, func(i, j int) bool { return res.Channels[i].ChannelID < res.Channels[j].ChannelID })
 	return res
+}
+
+// row describes a live channel for channel.list.
+func (ch *channel) row(r *Registry) wire.ChannelRow {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return wire.ChannelRow{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, Description: ch.desc,
+		Listener: ch.conn.ChannelPeer(), QueueDepth: len(ch.queue) - ch.head, QueueCap: int(r.queueCap.Load()),
+		Pushed: ch.pushed, Delivered: ch.delivered, Dropped: ch.droppedBefore, PendingAsks: ch.asks, RegisteredAt: ch.registered}
+}
+
+// Holds says whether l holds a channel: its connection is in use even with
+// no request in flight, and must not be closed as idle.
+func (r *Registry) Holds(l Listener) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byConn[l]) > 0
 }

@@ -143,7 +143,7 @@ func BenchmarkChannelThroughput(b *testing.B) {
 			c := clients[w%len(clients)]
 			for i := 0; i < per; i++ {
 				r, err := c.PushToChannel(ctx, wire.PushParams{ChannelID: "tp", Message: msg})
-				if err != nil || !r.Delivered {
+				if err != nil || !r.Queued {
 					undelivered.Add(1)
 				}
 			}

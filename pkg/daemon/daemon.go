@@ -30,7 +30,16 @@ const (
 	// DefaultShutdownGrace is how long in-flight requests may run after a
 	// stop is requested.
 	DefaultShutdownGrace = 5 * time.Second
+	// DefaultIdleTimeout closes connections with nothing in flight and
+	// nothing open (no channel, stream or follow) for this long: long
+	// enough for any interactive pause, short enough that forgotten
+	// clients do not hold the connection limit.
+	DefaultIdleTimeout = 5 * time.Minute
 )
+
+// peerShare is the part of MaxConnections one peer process may hold, so a
+// runaway client cannot lock every other one out: limit/peerShare.
+const peerShare = 2
 
 // Config is what the daemon needs to run. Zero values take defaults.
 type Config struct {
@@ -45,6 +54,14 @@ type Config struct {
 	MaxConnections int
 	// ReadTimeout bounds how long a frame may take once it has begun.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds one frame written to a client: a client that has
+	// not read for this long is dropped (a channel listener with it, and
+	// logged). Zero is rpc.DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a connection with no request in flight and no
+	// channel, follow or stream open for this long; zero is
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// ShutdownGrace bounds how long in-flight requests may finish on stop.
 	ShutdownGrace time.Duration
 	// Logger receives the daemon's logs. The zero Logger discards them.
@@ -124,6 +141,12 @@ func (c *Config) setDefaults() {
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = rpc.DefaultReadTimeout
 	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = rpc.DefaultWriteTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -166,6 +189,21 @@ type Daemon struct {
 	conns     sync.WaitGroup
 	openConns atomic.Int64
 	nextConn  atomic.Uint64
+	// perPeer counts the open connections of each peer process (by pid),
+	// for the fairness rule (peerShare).
+	perPeer struct {
+		sync.Mutex
+		n map[int]int
+		// lastLog and suppressed rate-limit the log of refusals, so a
+		// runaway client cannot flood the journal.
+		lastLog    time.Time
+		suppressed int
+	}
+	// stopCtx ends when a stop begins: long calls (streams, follows,
+	// waits; Route.Long) and raw streams end at once with it, instead of
+	// holding the stop for the grace period.
+	stopCtx  context.Context
+	stopLong context.CancelFunc
 	// live holds the settings that can change while running (limits,
 	// timeouts, defaults, consent); reload swaps it.
 	live atomic.Pointer[Config]
@@ -193,7 +231,10 @@ func New(cfg Config) *Daemon {
 		budget:   rpc.NewBudget(cfg.MemoryBudget),
 	}
 	d.vouch = d.vouchPeer
+	d.perPeer.n = map[int]int{}
+	d.stopCtx, d.stopLong = context.WithCancel(context.Background())
 	d.channels.SetQueueCap(cfg.ChannelQueue)
+	d.channels.OnDrop(d.logChannelDrop)
 	d.setLogLevel(cfg.LogLevel)
 	d.live.Store(&cfg)
 	// The fingerprint reads the whole binary; do it once, off the start-up
@@ -210,6 +251,7 @@ func New(cfg Config) *Daemon {
 	d.router.register(d.sessionRoutes()...)
 	d.router.register(d.screenRoutes()...)
 	d.router.register(d.channelRoutes()...)
+	d.router.markLong(longRoutes)
 	return d
 }
 
@@ -281,8 +323,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	n := newNotifier()
-	connCtx, cancelConns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelConns()
+	// Connections end with a cause: at stop each is told shutting_down
+	// (rpc.ServerConn.Serve sends it) before it closes.
+	connCtx, cancelConns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelConns(errShuttingDown)
+	defer d.stopLong()
 
 	acceptDone := make(chan error, 1)
 	go func() { acceptDone <- d.acceptLoop(connCtx, l) }()
@@ -322,7 +367,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.stopping = true
 	d.mu.Unlock()
-	// 3. Let in-flight requests finish within the grace period.
+	// 3. Streams, follows and waits end at once with shutting_down: they
+	// would run until their client or their deadline ends them, and a
+	// stop is not worth waiting for them.
+	d.stopLong()
+	// 4. Let in-flight requests finish within the grace period.
 	drained := make(chan struct{})
 	go func() { d.inflight.Wait(); close(drained) }()
 	select {
@@ -330,9 +379,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-time.After(d.live.Load().ShutdownGrace):
 		d.log.Warn().Dur("grace", d.live.Load().ShutdownGrace).Msg("in-flight requests did not finish in time; cancelling them")
 	}
-	// 4. Close connections; their handlers see their contexts end. A
-	// handler that ignores its context must not hold the stop forever.
-	cancelConns()
+	// 5. Close connections, each told shutting_down; their handlers see
+	// their contexts end. A handler that ignores its context must not
+	// hold the stop forever.
+	cancelConns(errShuttingDown)
 	connsDone := make(chan struct{})
 	go func() { d.conns.Wait(); close(connsDone) }()
 	select {
@@ -494,13 +544,29 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 			"uid %d may not use this agentd (it serves uid %d); run agentctl as that user", peer.UID, os.Getuid()))
 		return
 	}
+	live := d.live.Load()
+	release, held, share := d.takePeerSlot(peer.PID, live.MaxConnections)
+	if release == nil {
+		if suppressed, ok := d.peerRefusalLog(); ok {
+			log.Warn().Int("held", held).Int("share", share).Str("peer_exe", peer.Exe).Int("suppressed", suppressed).
+				Msg("connection refused: the process holds its share of the connection limit")
+		}
+		d.refuse(uc, wire.Errorf(wire.CodeBusy,
+			"this process (pid %d) already holds %d connections, its share (half) of agentd's limit of %d (max_connections); close idle ones or reuse one", peer.PID, held, live.MaxConnections))
+		return
+	}
+	defer release()
 	conn := &Conn{ID: id, Peer: peer, log: log}
 	conn.OnClose(func() { d.screen.ForgetCaller(connCallerKey(id)) })
 	conn.sc = rpc.NewServerConn(uc, rpc.ServeOptions{
-		ReadTimeout: d.live.Load().ReadTimeout,
-		ToError:     toWireError,
-		Budget:      d.budget,
-		MayUpgrade:  func(method string) bool { return method == wire.MethodAttach },
+		ReadTimeout:  live.ReadTimeout,
+		WriteTimeout: live.WriteTimeout,
+		IdleTimeout:  live.IdleTimeout,
+		// A connection holding a channel waits for pushes; it is not idle.
+		KeepAlive:  func() bool { return d.channels.Holds(conn) },
+		ToError:    toWireError,
+		Budget:     d.budget,
+		MayUpgrade: func(method string) bool { return method == wire.MethodAttach },
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
 			return ok && rt.Quick
@@ -517,11 +583,51 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 		return d.dispatch(ctx, conn, req)
 	})
 	conn.closed()
-	if err != nil {
+	switch {
+	case errors.Is(err, rpc.ErrIdle):
+		log.Debug().Dur("idle_timeout", live.IdleTimeout).Msg("idle connection closed")
+	case err != nil:
 		log.Info().Err(err).Msg("connection closed")
-	} else {
+	default:
 		log.Debug().Msg("connection closed")
 	}
+}
+
+// peerRefusalLog says whether a share refusal may be logged now (at most
+// one per refusalLogEvery), and how many were left out since the last.
+func (d *Daemon) peerRefusalLog() (suppressed int, ok bool) {
+	d.perPeer.Lock()
+	defer d.perPeer.Unlock()
+	now := time.Now()
+	if now.Sub(d.perPeer.lastLog) < refusalLogEvery {
+		d.perPeer.suppressed++
+		return 0, false
+	}
+	d.perPeer.lastLog = now
+	suppressed, d.perPeer.suppressed = d.perPeer.suppressed, 0
+	return suppressed, true
+}
+
+// takePeerSlot counts a connection of the process pid against its share of
+// limit (limit/peerShare, at least 1). It returns the function that gives
+// the slot back, or nil (with what the process holds and its share) when
+// the process holds its share already.
+func (d *Daemon) takePeerSlot(pid, limit int) (release func(), held, share int) {
+	share = max(limit/peerShare, 1)
+	d.perPeer.Lock()
+	defer d.perPeer.Unlock()
+	held = d.perPeer.n[pid]
+	if held >= share {
+		return nil, held, share
+	}
+	d.perPeer.n[pid] = held + 1
+	return func() {
+		d.perPeer.Lock()
+		defer d.perPeer.Unlock()
+		if d.perPeer.n[pid]--; d.perPeer.n[pid] <= 0 {
+			delete(d.perPeer.n, pid)
+		}
+	}, held, share
 }
 
 // setLogLevel records the level below which requests are not logged; an
@@ -575,7 +681,11 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	d.inflight.Add(1)
 	d.mu.Unlock()
 	defer d.inflight.Done()
-	res, err := rt.Handle(ctx, &Call{Method: req.Method, Params: req.Params, Conn: conn})
+	call := &Call{Method: req.Method, Params: req.Params, Conn: conn}
+	if rt.Long != nil && rt.Long(call) {
+		return d.dispatchLong(ctx, rt, call)
+	}
+	res, err := rt.Handle(ctx, call)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		d.mu.Lock()
 		stopping := d.stopping
@@ -585,6 +695,51 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 		}
 	}
 	return res, err
+}
+
+// dispatchLong runs a long call (Route.Long): one that ends when its client
+// or its own deadline says, not when the daemon's work is done. It ends at
+// once when a stop begins, answering shutting_down, and so does the raw
+// stream of an upgrade it returns.
+func (d *Daemon) dispatchLong(ctx context.Context, rt Route, call *Call) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.stopCtx, cancel)
+	defer stop()
+	res, err := rt.Handle(ctx, call)
+	if d.stopCtx.Err() != nil && (err != nil || rt.Stream) {
+		// Whatever the handler made of its cancellation, the client
+		// should hear that the daemon stopped, and may retry.
+		return nil, errShuttingDown
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil, errCallCanceled
+	}
+	if up, ok := res.(*rpc.Upgrade); ok && err == nil {
+		stream := up.Stream
+		up.Stream = func(ctx context.Context, rw io.ReadWriter) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stop := context.AfterFunc(d.stopCtx, cancel)
+			defer stop()
+			return stream(ctx, rw)
+		}
+	}
+	return res, err
+}
+
+// logChannelDrop logs a channel listener that was dropped for not reading,
+// or that left with messages queued: pushes were answered when queued, so
+// this line is where the loss shows (with channel list's dropped count).
+func (d *Daemon) logChannelDrop(info channel.DropInfo) {
+	if info.Stalled {
+		d.log.Warn().Int("peer_pid", info.Listener.PID).Str("peer_exe", info.Listener.Exe).Strs("channels", info.Channels).
+			Int("dropped", info.Undelivered).Dur("write_timeout", d.live.Load().WriteTimeout).AnErr("error", info.Err).
+			Msg("channel listener dropped: it did not read its messages within the write timeout")
+		return
+	}
+	d.log.Info().Int("peer_pid", info.Listener.PID).Strs("channels", info.Channels).Int("undelivered", info.Undelivered).
+		Msg("channel listener left with messages not yet written to it")
 }
 
 // Conn is one client connection: its peer, and a way to send it
@@ -604,6 +759,17 @@ type Conn struct {
 // Notify sends a notification on this connection.
 func (c *Conn) Notify(method string, params any) error {
 	return c.sc.Notify(method, params)
+}
+
+// Stalled returns the write timeout that closed the connection because the
+// client stopped reading, or nil (channel.Staller).
+func (c *Conn) Stalled() error {
+	err := c.sc.WriteFailure()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return err
+	}
+	return nil
 }
 
 // OnClose registers f to run once when the connection ends (at once if it

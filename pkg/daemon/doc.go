@@ -18,8 +18,21 @@
 //     (id 0) and closed, so the client learns why instead of hanging.
 //   - Connections from another uid get permission_denied and are closed
 //     before any request is read.
-//   - Idle connections are never timed out (channel listeners sit idle);
-//     only a frame that has begun must complete within ReadTimeout.
+//   - A frame that has begun must complete within ReadTimeout. A
+//     connection with no request in flight and no channel (a listener
+//     waits idle for pushes), follow or raw stream is closed after
+//     IdleTimeout (5 min): forgotten clients must not hold the limit.
+//     A client that leaves a frame unread for WriteTimeout is dropped.
+//   - Fairness: one peer process (by SO_PEERCRED pid; every peer is the
+//     same uid) holds at most half of MaxConnections; past it its new
+//     connections are answered busy naming the limit, and other processes
+//     still connect. Half, not less: a single client such as agentctl
+//     serve or an MCP server may legitimately open many.
+//   - Stop: long calls (Route.Long: waits, asks, attaches, log follows,
+//     pushes with ack) are cancelled the moment a stop begins and answer
+//     shutting_down; only other requests get ShutdownGrace. Every
+//     connection left is then sent shutting_down (id 0) and closed, so a
+//     channel listener learns why its connection ended.
 //   - The state directory is held to the socket directory's rules: created
 //     0700, a real directory (not a link), the user's, closed to others,
 //     checked with lstat and again on the directory opened O_NOFOLLOW;

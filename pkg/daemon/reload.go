@@ -104,6 +104,8 @@ func (d *Daemon) reload() {
 		{"max_connections", next.MaxConnections != cur.MaxConnections},
 		{"read_timeout", next.ReadTimeout != cur.ReadTimeout},
 		{"shutdown_grace", next.ShutdownGrace != cur.ShutdownGrace},
+		{"write_timeout", next.WriteTimeout != cur.WriteTimeout}, // new connections
+		{"idle_timeout", next.IdleTimeout != cur.IdleTimeout},    // new connections
 		{"ask_timeout", next.AskTimeout != cur.AskTimeout},
 		{"ask_idle", next.AskIdle != cur.AskIdle},
 		{"lock_timeout", next.LockTimeout != cur.LockTimeout},

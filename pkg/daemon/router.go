@@ -33,8 +33,69 @@ type Route struct {
 	Mutates bool
 	// Quick marks handlers that never block (no I/O, no waiting): they run
 	// on the connection's reading goroutine, without a hand-off.
-	Quick  bool
+	Quick bool
+	// Long, when set, says whether a call is long: a stream, a follow or a
+	// wait that ends when its client or its own deadline says, not when
+	// the daemon's work is done. A stop cancels long calls at once with
+	// shutting_down instead of giving them the grace period, and an
+	// upgrade they return ends with the stop too. Set from longRoutes.
+	Long func(*Call) bool
+	// Stream marks a long call whose answer only closes a stream (a log
+	// follow): cut by a stop, it answers shutting_down even when its
+	// handler returns a result.
+	Stream bool
 	Handle HandlerFunc
+}
+
+// longRoutes are the methods whose calls may be long (Route.Long), kept
+// here rather than on each route so the domains' route lists stay theirs.
+// A method named here must be registered.
+var longRoutes = map[string]struct {
+	long   func(*Call) bool
+	stream bool
+}{
+	wire.MethodWait:   {long: always},
+	wire.MethodAsk:    {long: always},
+	wire.MethodAttach: {long: always},
+	wire.MethodLogs:   {long: paramSet("follow"), stream: true},
+	// With ack, a push waits for the listener's acknowledgement.
+	wire.MethodPushToChannel: {long: paramSet("ack")},
+}
+
+func always(*Call) bool { return true }
+
+// paramSet returns a test that the call's params hold field as true. A call
+// whose params do not decode is not long: its handler refuses it at once.
+func paramSet(field string) func(*Call) bool {
+	quoted := []byte(`"` + field + `"`)
+	return func(c *Call) bool {
+		// Most calls do not name the field: no decoding for them (a
+		// push's message may be 64 KiB).
+		if !bytes.Contains(c.Params, quoted) {
+			return false
+		}
+		var p map[string]json.RawMessage
+		if json.Unmarshal(c.Params, &p) != nil {
+			return false
+		}
+		return string(p[field]) == "true"
+	}
+}
+
+// markLong sets Long and Stream on the routes named in long; naming a
+// method that is not registered panics at start-up.
+func (r *router) markLong(long map[string]struct {
+	long   func(*Call) bool
+	stream bool
+}) {
+	for m, l := range long {
+		rt, ok := r.routes[m]
+		if !ok {
+			panic("daemon: long route not registered: " + m)
+		}
+		rt.Long, rt.Stream = l.long, l.stream
+		r.routes[m] = rt
+	}
 }
 
 // namespaces are the method prefixes agentd serves.

@@ -110,8 +110,8 @@ type UnregisterChannelParams struct {
 // UnregisterChannelResult answers channel.unregister_channel.
 type UnregisterChannelResult struct {
 	ChannelID string `json:"channel_id"`
-	// Undelivered counts the queued messages that were not written; their
-	// pushes answered delivered false.
+	// Undelivered counts the queued messages that were not written (their
+	// pushes answered when they were queued).
 	Undelivered int `json:"undelivered"`
 }
 
@@ -122,8 +122,9 @@ type PushParams struct {
 	Session   string `json:"session,omitempty"`
 	// Message is any JSON value of at most MaxChannelMessage bytes.
 	Message json.RawMessage `json:"message"`
-	// Ack waits until the listener acknowledges the message (channel.ack)
-	// instead of until it is written to the listener's connection.
+	// Ack waits until the listener acknowledges the message (channel.ack).
+	// Without it the push answers as soon as the message is queued: a
+	// pusher never waits on the listener's socket.
 	Ack bool `json:"ack,omitempty"`
 	// TimeoutMS bounds a push with Ack (default 30 s; 0 to MaxDurationMS);
 	// past it the push fails with timeout.
@@ -134,12 +135,17 @@ type PushParams struct {
 type PushResult struct {
 	ChannelID string `json:"channel_id"`
 	Seq       uint64 `json:"seq"`
-	// Routed is true when a listener held the channel and took the message
-	// into its queue.
+	// Routed is true when a listener held the channel.
 	Routed bool `json:"routed"`
-	// Delivered is true when the message was written to the listener's
-	// connection, or, with Ack, when the listener acknowledged it. False
-	// means it may not have reached the listener; Detail says why.
+	// Queued is true when the message was taken into the channel's queue:
+	// it is written to the listener in seq order unless the listener
+	// leaves or is dropped first (ChannelRow.Dropped counts those). A push
+	// without Ack answers as soon as it is queued.
+	Queued bool `json:"queued"`
+	// Delivered is true, for a push with Ack, when the listener
+	// acknowledged the message; false means it may not have reached the
+	// listener and Detail says why. Without Ack it is false: the push does
+	// not wait to find out (push with Ack for a confirmation).
 	Delivered bool   `json:"delivered"`
 	Detail    string `json:"detail,omitempty"`
 }
@@ -205,17 +211,26 @@ type ChannelListResult struct {
 
 // ChannelRow is one channel in channel.list.
 type ChannelRow struct {
-	ChannelID    string      `json:"channel_id"`
-	Session      string      `json:"session,omitempty"`
-	CCSessionID  string      `json:"cc_session_id,omitempty"`
-	Description  string      `json:"description,omitempty"`
-	Listener     ChannelPeer `json:"listener"`
-	QueueDepth   int         `json:"queue_depth"` // messages waiting to be written
-	QueueCap     int         `json:"queue_cap"`
-	Pushed       uint64      `json:"pushed"`    // messages taken into the queue
-	Delivered    uint64      `json:"delivered"` // messages written to the listener
-	PendingAsks  int         `json:"pending_asks"`
-	RegisteredAt time.Time   `json:"registered_at"`
+	ChannelID   string      `json:"channel_id"`
+	Session     string      `json:"session,omitempty"`
+	CCSessionID string      `json:"cc_session_id,omitempty"`
+	Description string      `json:"description,omitempty"`
+	Listener    ChannelPeer `json:"listener"`
+	QueueDepth  int         `json:"queue_depth"` // messages waiting to be written
+	QueueCap    int         `json:"queue_cap"`
+	Pushed      uint64      `json:"pushed"`    // messages taken into the queue
+	Delivered   uint64      `json:"delivered"` // messages written to the listener
+	// Dropped counts the messages of this channel id that were queued but
+	// never written because a listener of it was dropped for not reading
+	// within the daemon's write timeout (since the daemon started).
+	Dropped      uint64    `json:"dropped"`
+	PendingAsks  int       `json:"pending_asks"`
+	RegisteredAt time.Time `json:"registered_at"`
+	// DroppedAt is set on the row of a channel whose listener was dropped
+	// for not reading and that no listener holds since: the channel is
+	// gone (pushes to it are channel_unknown) and the row stays a while so
+	// the loss is visible. Listener is the one that was dropped.
+	DroppedAt *time.Time `json:"dropped_at,omitempty"`
 }
 
 // ChannelReplyParams answer an ask that went through a channel.
@@ -250,8 +265,8 @@ func (c *Client) UnregisterChannel(ctx context.Context, channelID string) (*Unre
 	return &r, c.Call(ctx, MethodUnregisterChannel, UnregisterChannelParams{ChannelID: channelID}, &r)
 }
 
-// PushToChannel pushes a message and waits until it is written to the
-// listener (or acknowledged, with Ack). A full queue is ErrBusy, a channel
+// PushToChannel pushes a message; it answers once the message is queued
+// (or, with Ack, acknowledged). A full queue is ErrBusy, a channel
 // nobody holds ErrChannelUnknown.
 func (c *Client) PushToChannel(ctx context.Context, p PushParams) (*PushResult, error) {
 	var r PushResult
