@@ -57,12 +57,17 @@ var longRoutes = map[string]struct {
 	wire.MethodWait:   {long: always},
 	wire.MethodAsk:    {long: always},
 	wire.MethodAttach: {long: always},
-	wire.MethodLogs:   {long: paramSet("follow"), stream: true},
+	wire.MethodLogs:   {long: either(paramSet("follow"), paramSet("stream")), stream: true},
 	// With ack, a push waits for the listener's acknowledgement.
 	wire.MethodPushToChannel: {long: paramSet("ack")},
 }
 
 func always(*Call) bool { return true }
+
+// either is true of a call when a or b is.
+func either(a, b func(*Call) bool) func(*Call) bool {
+	return func(c *Call) bool { return a(c) || b(c) }
+}
 
 // paramSet returns a test that the call's params hold field as true. A call
 // whose params do not decode is not long: its handler refuses it at once.
