@@ -103,7 +103,7 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	for _, s := range p.Status {
 		st := session.Status(s)
 		if _, ok := session.StatusTable[st]; !ok {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown status %q; use starting, running, exiting, exited, failed, destroying or destroyed", s)
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown status %q; use starting, running, exiting, exited, failed, destroying, destroyed, broken or unresponsive", s)
 		}
 		req.Status = append(req.Status, st)
 	}
@@ -116,7 +116,7 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 		res.Sessions = append(res.Sessions, wire.SessionRow{
 			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
 			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason,
+			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
 		})
 	}
 	return res, nil
@@ -131,7 +131,7 @@ func (d *Daemon) stopSession(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := d.sessions.Stop(ctx, session.StopRequest{Name: p.Name, Signal: p.Signal, Grace: grace})
+	x, err := d.sessions.Stop(ctx, session.StopRequest{Name: p.Name, Signal: p.Signal, Grace: grace, Force: p.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -344,11 +344,21 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 		ExitCode: i.ExitCode, Signal: i.Signal, Reason: i.Reason, WorkerPID: i.WorkerPID, ProgramPID: i.ProgramPID,
 		Cols: i.Cols, Rows: i.Rows, Bytes: i.Bytes, Events: i.Events, Asks: i.Asks,
 		Argv: m.Argv, Cwd: m.Cwd, EnvKeys: m.EnvKeys, CreatedAt: m.CreatedAt, StartedAt: m.StartedAt, LastActivity: i.LastActivity,
+		SilentMS: silentMS(i.SilentFor),
 	}
 	if m.EndedAt != nil {
 		s.EndedAt = *m.EndedAt
 	}
 	return s
+}
+
+// silentMS is a silence on the wire: whole milliseconds, at least 1 for
+// any silence at all, so a set silent_ms is never 0.
+func silentMS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 func allowsList(a session.Allows) []string {

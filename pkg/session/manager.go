@@ -76,7 +76,11 @@ type Manager struct {
 	spawningNames map[string]bool
 	closed        bool
 	closing       chan struct{}
-	wg            sync.WaitGroup // watchers
+	// life ends when the Manager closes: it is the root of the calls the
+	// Manager's own goroutines make (heartbeats), which no request owns.
+	life    context.Context
+	endLife context.CancelFunc
+	wg      sync.WaitGroup // watchers
 
 	// askIDs number asks for cancelling; askEpoch keeps the numbers of
 	// one Manager apart from an earlier one's.
@@ -94,6 +98,11 @@ type handle struct {
 	token       string // the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
+	// man is the manifest as it was when the Manager attached: what List
+	// shows of a live session besides its status (command, creation,
+	// pid) does not change while the worker runs.
+	man *Manifest
+	hl  health // the worker's status and health, kept by the heartbeat
 }
 
 // NewManager checks the options, creates the directories and returns a
@@ -125,6 +134,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
 		live: map[string]*handle{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
+	m.life, m.endLife = context.WithCancel(context.Background())
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
 	} else {
@@ -157,6 +167,7 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	close(m.closing)
+	m.endLife()
 	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
@@ -447,8 +458,13 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	}
 	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, token: st.Token,
 		socket: m.socket(name), gone: make(chan struct{})}
+	h.hl.stalled = make(chan struct{})
+	h.record(&st)
 	if ps, ok := readProcStat(st.WorkerPID); ok {
 		h.workerStart = ps.start
+	}
+	if man, err := m.readState(name); err == nil {
+		h.man = man
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -468,9 +484,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 func (m *Manager) watch(h *handle) {
 	defer m.wg.Done()
 	defer close(h.gone)
-	select {
-	case <-h.client.Done():
-	case <-m.closing:
+	if !m.heartbeat(h) {
 		h.client.Close()
 		return
 	}
@@ -580,7 +594,9 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	if !man.Status.Allows().Live {
 		return nil, man, nil
 	}
-	return nil, nil, fmt.Errorf("session %q: its worker (pid %d) does not answer (%v); try again, or agentctl stop %s", name, man.WorkerPID, err, name)
+	why := fmt.Sprintf("its worker (pid %d) does not answer (%v)", man.WorkerPID, err)
+	return nil, nil, &unresponsiveError{msg: fmt.Sprintf("session %q is unresponsive: %s; try again, or agentctl stop --force %s ends it%s", name, why, name, resumeHint(man.WorkerPID)),
+		why: why, workerPID: man.WorkerPID, workerStart: man.WorkerStart, programPID: man.ProgramPID}
 }
 
 // settleEnded returns the manifest of h's session when it has ended (after
@@ -602,7 +618,23 @@ func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error)
 	return man, nil
 }
 
-// call runs a worker method for op on name's live worker.
+// callTimeout is the deadline of a worker method beyond its caller's: the
+// status-like ones get statusCallTimeout, input gets inputCallTimeout.
+// Asks and waits have their own deadlines, given by their callers and kept
+// by the worker; the heartbeat still ends them if the worker stops
+// answering (see callWorker).
+func callTimeout(method string) time.Duration {
+	switch method {
+	case mStatus, mHello, mSnapshot, mResize, mCancel:
+		return statusCallTimeout
+	case mSend, mRecord:
+		return inputCallTimeout
+	}
+	return 0
+}
+
+// call runs a worker method for op on name's live worker, within
+// callTimeout(method) and only while the worker answers (callWorker).
 func (m *Manager) call(ctx context.Context, name, op, method string, params, result any) error {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
@@ -611,12 +643,20 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	if h == nil {
 		return statusError(name, man.Status, man.Termination, op)
 	}
-	err = h.client.Call(ctx, method, params, result)
+	err = m.callWorker(ctx, h, op, method, params, result, callTimeout(method))
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if isUnresponsive(err) {
+		// The worker stopped answering. An ask it still holds would keep
+		// the session's ask lock once it resumes: cancel it then.
+		if p, ok := params.(askParams); ok && method == mAsk {
+			h.afterResume(func() { m.cancelAsk(name, p.ID) })
+		}
+		return err
 	}
 	var we *rpc.Error
 	if errors.As(err, &we) {
@@ -634,14 +674,34 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 }
 
 func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
-	var st liveStatus
-	if err := h.client.Call(ctx, mStatus, nil, &st); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return m.Status(ctx, h.name)
+	st, err := m.statusOf(ctx, h)
+	switch {
+	case err == nil:
+		return m.infoFromLive(h.name, st)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case isUnresponsive(err):
+		return m.infoSilent(h), nil
 	}
-	return m.infoFromLive(h.name, &st)
+	return m.Status(ctx, h.name)
+}
+
+// infoSilent is the Info of a session whose worker does not answer: the
+// last status it gave, as StatusUnresponsive, with how long it has been
+// silent and what to do in Reason.
+func (m *Manager) infoSilent(h *handle) *Info {
+	st, have, silent := h.snapshot()
+	var man Manifest
+	if h.man != nil {
+		man = *h.man
+	}
+	info := &Info{Name: h.name, Status: StatusUnresponsive, Allows: StatusUnresponsive.Allows(), WorkerPID: h.workerPID,
+		ProgramPID: h.programPID, Cols: man.Cols, Rows: man.Rows, SilentFor: max(silent, time.Millisecond), Manifest: man,
+		Reason: fmt.Sprintf("%s; agentctl stop --force %s ends it%s", silentReason(h.workerPID, silent), h.name, resumeHint(h.workerPID))}
+	if have {
+		info.Cols, info.Rows, info.Bytes, info.Events, info.Asks, info.LastActivity = st.Cols, st.Rows, st.Bytes, st.Events, st.Asks, st.LastActivity
+	}
+	return info
 }
 
 func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
@@ -668,18 +728,27 @@ func infoFromManifest(man *Manifest) *Info {
 }
 
 // Status returns a session's status, what it allows, and its counters.
-// ErrNotFound when there is no such session.
+// ErrNotFound when there is no such session. A live session's worker is
+// asked (within statusCallTimeout), so the counters are those of the
+// moment; a worker known not to answer is not asked at all, and its
+// session is reported StatusUnresponsive from what it last said.
 func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if h != nil {
-		var st liveStatus
-		if err := h.client.Call(ctx, mStatus, nil, &st); err == nil {
-			return m.infoFromLive(name, &st)
-		} else if ctx.Err() != nil {
+		if _, _, silent := h.snapshot(); silent > 0 {
+			return m.infoSilent(h), nil
+		}
+		st, err := m.statusOf(ctx, h)
+		switch {
+		case err == nil:
+			return m.infoFromLive(name, st)
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case isUnresponsive(err):
+			return m.infoSilent(h), nil
 		}
 		select {
 		case <-h.gone:
@@ -693,48 +762,83 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 }
 
 // List returns the sessions, by name, optionally only those in the given
-// statuses. It reads the manifests and asks attached workers for their last
-// activity; it never waits on a worker for long.
+// statuses. It answers from memory for the sessions it is attached to (the
+// status their workers last gave, kept by the heartbeat) and from the
+// manifests for the others; it never calls a worker, so a hung one cannot
+// slow it.
 func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error) {
 	ents, err := os.ReadDir(m.sessions)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var out []ListEntry
+	m.mu.Lock()
+	live := make(map[string]*handle, len(m.live))
+	for name, h := range m.live {
+		live[name] = h
+	}
+	m.mu.Unlock()
+	now := time.Now()
+	out := make([]ListEntry, 0, len(ents))
 	for _, e := range ents {
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
 		}
-		man, err := m.readState(e.Name())
-		if err != nil {
-			continue // removed meanwhile
-		}
-		if len(req.Status) > 0 && !slices.Contains(req.Status, man.Status) {
-			continue
-		}
-		le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
-			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
-		if !man.CreatedAt.IsZero() {
-			le.Age = time.Since(man.CreatedAt)
-		}
-		if man.EndedAt != nil {
-			le.LastActivity = *man.EndedAt
-		}
-		m.mu.Lock()
-		h := m.live[man.Name]
-		m.mu.Unlock()
-		if h != nil && man.Status.Allows().Live {
-			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			var st liveStatus
-			if h.client.Call(cctx, mStatus, nil, &st) == nil {
-				le.LastActivity, le.Status = st.LastActivity, st.Status
+		le, ok := liveEntry(live[e.Name()], now)
+		if !ok {
+			man, err := m.readState(e.Name())
+			if err != nil {
+				continue // removed meanwhile
 			}
-			cancel()
+			le = manifestEntry(man, now)
+		}
+		if len(req.Status) > 0 && !slices.Contains(req.Status, le.Status) {
+			continue
 		}
 		out = append(out, le)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// manifestEntry is the list row of a session from its manifest.
+func manifestEntry(man *Manifest, now time.Time) ListEntry {
+	le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
+		Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
+	if !man.CreatedAt.IsZero() {
+		le.Age = now.Sub(man.CreatedAt)
+	}
+	if man.EndedAt != nil {
+		le.LastActivity = *man.EndedAt
+	}
+	return le
+}
+
+// liveEntry is the list row of an attached session, from memory; ok is
+// false when h cannot say (nil, its connection ended, or its manifest
+// could not be read when it attached), and the manifest must.
+func liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
+	if h == nil || h.man == nil || h.client.Err() != nil || !h.man.Status.Allows().Live {
+		return le, false
+	}
+	st, have, silent := h.snapshot()
+	le = manifestEntry(h.man, now)
+	if !have {
+		return le, true
+	}
+	le.Status, le.LastActivity = st.Status, st.LastActivity
+	if st.Status.Terminal() {
+		// The worker has recorded the end and is about to exit.
+		x := st.Exit
+		le.Termination, le.ExitCode, le.Signal = x.Termination, x.ExitCode, x.Signal
+		if !x.EndedAt.IsZero() {
+			le.LastActivity = x.EndedAt
+		}
+	}
+	if silent > 0 {
+		le.Status, le.SilentFor = StatusUnresponsive, silent
+		le.Reason = silentReason(h.workerPID, silent)
+	}
+	return le, true
 }
 
 // ParseSignal reads a signal name ("TERM", "SIGTERM", "term") or number.
@@ -769,6 +873,10 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	}
 	h, man, err := m.lookup(ctx, req.Name)
 	if err != nil {
+		var ue *unresponsiveError
+		if req.Force && errors.As(err, &ue) && ue.workerPID > 0 {
+			return m.forceKill(ctx, req.Name, ue.workerPID, ue.workerStart, ue.programPID, "killed by stop --force: "+ue.why)
+		}
 		return nil, err
 	}
 	if h == nil {
@@ -780,14 +888,37 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 		}
 		return exitFromManifest(man), nil
 	}
+	grace := req.Grace
+	if grace == 0 {
+		grace = DefaultStopGrace
+	}
 	var info ExitInfo
-	err = h.client.Call(ctx, mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info)
+	err = m.callWorker(ctx, h, "stop", mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info, grace+stopCallSlack)
 	if err == nil {
+		h.recordExit(&info)
 		m.log.Info().Str("session", req.Name).Str("termination", string(info.Termination)).Msg("session stopped")
 		return &info, nil
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if isUnresponsive(err) {
+		if !req.Force {
+			return nil, err
+		}
+		_, _, silent := h.snapshot()
+		x, err := m.forceKill(ctx, req.Name, h.workerPID, h.workerStart, h.programPID, "killed by stop --force: "+silentReason(h.workerPID, silent))
+		if err != nil {
+			return nil, err
+		}
+		// List and Status read the session from disk once its watcher
+		// has seen the connection end.
+		select {
+		case <-h.gone:
+		case <-time.After(killWait):
+		case <-ctx.Done():
+		}
+		return x, nil
 	}
 	var we *rpc.Error
 	if errors.As(err, &we) {
@@ -857,7 +988,7 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 		if !force || (h == nil && st == StatusStarting) {
 			return errorf(ErrInvalidStatus, "session %q is %s; stop it first (agentctl stop %s) or remove it with --force", name, st, name)
 		}
-		if _, err := m.Stop(ctx, StopRequest{Name: name}); err != nil {
+		if _, err := m.Stop(ctx, StopRequest{Name: name, Force: true}); err != nil {
 			return err
 		}
 		if h != nil {
