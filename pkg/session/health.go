@@ -69,11 +69,17 @@ type health struct {
 	onResume []func() // run once the worker answers again
 }
 
-// record keeps a status the worker answered and reports whether the worker
-// was unresponsive until now.
+// record keeps a status the worker answered; a worker that was
+// unresponsive is responsive again. A session's status only moves forward
+// in life order, so an answer overtaken by a newer one (a heartbeat's,
+// decoded after a stop's result was kept) does not move it back.
 func (h *handle) record(st *liveStatus) {
 	h.hl.mu.Lock()
+	prev, had := h.hl.st, h.hl.have
 	h.hl.st, h.hl.have, h.hl.heard = *st, true, time.Now()
+	if had && lifeRank(st.Status) < lifeRank(prev.Status) {
+		h.hl.st.Status, h.hl.st.Exit = prev.Status, prev.Exit
+	}
 	var resume []func()
 	if h.hl.silent {
 		h.hl.silent = false
@@ -84,6 +90,20 @@ func (h *handle) record(st *liveStatus) {
 	for _, f := range resume {
 		go f()
 	}
+}
+
+// lifeRank orders the statuses a worker reports by the order a session
+// goes through them.
+func lifeRank(s Status) int {
+	switch s {
+	case StatusRunning:
+		return 1
+	case StatusExiting:
+		return 2
+	case StatusExited, StatusFailed:
+		return 3
+	}
+	return 0
 }
 
 // recordExit keeps the end a stop call reported, so List shows it before
@@ -174,15 +194,21 @@ func (m *Manager) statusOf(ctx context.Context, h *handle) (*liveStatus, error) 
 	return nil, err
 }
 
-// errWorkerSilent is the cause of a call abandoned because its worker
-// became unresponsive.
-var errWorkerSilent = errors.New("worker unresponsive")
+// Causes of a worker call cut short: the worker became unresponsive while
+// it ran, or the call ran past its own deadline.
+var (
+	errWorkerSilent = errors.New("worker unresponsive")
+	errCallDeadline = errors.New("worker call deadline")
+)
 
 // callWorker runs one call on h's worker, bounded by timeout (0: only ctx)
 // and by the worker's health: a worker already unresponsive fails the call
-// at once, and one that becomes so while the call runs ends it. Both
-// return the unresponsive error (ErrInvalidStatus). A call that misses
-// timeout marks the worker unresponsive too.
+// at once, and one that becomes so while the call runs (the heartbeat
+// says) ends it; both return the unresponsive error (ErrInvalidStatus). A
+// status-like call (statusCallTimeout) that misses its deadline marks the
+// worker unresponsive too; a longer one that does (input to a program that
+// does not read it, a stop whose program will not die) returns a
+// *callDeadlineError (ErrBusy), as the worker may only be slow.
 func (m *Manager) callWorker(ctx context.Context, h *handle, op, method string, params, result any, timeout time.Duration) error {
 	stalled := h.stallSignal()
 	select {
@@ -194,7 +220,7 @@ func (m *Manager) callWorker(ctx context.Context, h *handle, op, method string, 
 	defer cancel(nil)
 	if timeout > 0 {
 		var c2 context.CancelFunc
-		cctx, c2 = context.WithTimeoutCause(cctx, timeout, errWorkerSilent)
+		cctx, c2 = context.WithTimeoutCause(cctx, timeout, errCallDeadline)
 		defer c2()
 	}
 	stop := make(chan struct{})
@@ -207,12 +233,36 @@ func (m *Manager) callWorker(ctx context.Context, h *handle, op, method string, 
 		}
 	}()
 	err := h.client.Call(cctx, method, params, result)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errWorkerSilent) {
-		h.markSilent()
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	switch context.Cause(cctx) {
+	case errWorkerSilent:
 		return m.unresponsiveError(h, op)
+	case errCallDeadline:
+		if timeout <= statusCallTimeout {
+			h.markSilent()
+			return m.unresponsiveError(h, op)
+		}
+		return &callDeadlineError{name: h.name, op: op, timeout: timeout}
 	}
 	return err
 }
+
+// callDeadlineError is a worker call that ran past its deadline while the
+// worker still answered its heartbeat. It wraps ErrBusy: trying again may
+// help.
+type callDeadlineError struct {
+	name, op string
+	timeout  time.Duration
+}
+
+func (e *callDeadlineError) Error() string {
+	return fmt.Sprintf("session %q: its worker did not finish %s within %s; try again, or agentctl stop --force %s if it stays stuck", e.name, e.op, e.timeout, e.name)
+}
+
+// Unwrap returns ErrBusy.
+func (e *callDeadlineError) Unwrap() error { return ErrBusy }
 
 // unresponsiveError is the error for op on a session whose worker does not
 // answer: it names the session, says how long the worker has been silent

@@ -633,6 +633,17 @@ func callTimeout(method string) time.Duration {
 	return 0
 }
 
+// endedIn reports whether a call's result says the program ended.
+func endedIn(result any) bool {
+	switch r := result.(type) {
+	case *WaitResult:
+		return r.Reason == ReasonExited
+	case *AskResult:
+		return r.Reason == ReasonExited
+	}
+	return false
+}
+
 // call runs a worker method for op on name's live worker, within
 // callTimeout(method) and only while the worker answers (callWorker).
 func (m *Manager) call(ctx context.Context, name, op, method string, params, result any) error {
@@ -645,6 +656,12 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	}
 	err = m.callWorker(ctx, h, op, method, params, result, callTimeout(method))
 	if err == nil {
+		if endedIn(result) {
+			// The program has ended: what List shows must say so before
+			// the caller, told it ended, looks. Failing that, the worker
+			// is exiting and its watcher settles the session from disk.
+			m.statusOf(ctx, h)
+		}
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -656,6 +673,9 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 		if p, ok := params.(askParams); ok && method == mAsk {
 			h.afterResume(func() { m.cancelAsk(name, p.ID) })
 		}
+		return err
+	}
+	if errors.As(err, new(*callDeadlineError)) {
 		return err
 	}
 	var we *rpc.Error
@@ -902,12 +922,17 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if isUnresponsive(err) {
+	var late *callDeadlineError
+	if isUnresponsive(err) || errors.As(err, &late) {
 		if !req.Force {
 			return nil, err
 		}
 		_, _, silent := h.snapshot()
-		x, err := m.forceKill(ctx, req.Name, h.workerPID, h.workerStart, h.programPID, "killed by stop --force: "+silentReason(h.workerPID, silent))
+		why := silentReason(h.workerPID, silent)
+		if late != nil {
+			why = fmt.Sprintf("its worker (pid %d) did not finish the stop within %s", h.workerPID, late.timeout)
+		}
+		x, err := m.forceKill(ctx, req.Name, h.workerPID, h.workerStart, h.programPID, "killed by stop --force: "+why)
 		if err != nil {
 			return nil, err
 		}
