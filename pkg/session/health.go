@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -347,4 +348,56 @@ func (m *Manager) forceKill(ctx context.Context, name string, workerPID int, wor
 	// The worker may have recorded the end itself just before the kill.
 	info.AlreadyEnded = !killed
 	return info, nil
+}
+
+// dirTrustAfter is how much later than its directory's last change a
+// listing of sessions/ must have been read to be reused. A directory's
+// mtime is coarse (a clock tick, several milliseconds on ext4), so a
+// listing read in the tick of a change may miss it while the mtime stays
+// the same; one read a second after the change cannot.
+const dirTrustAfter = time.Second
+
+// dirIndex is the last listing of the sessions directory: the names of its
+// session directories, sorted, and the directory's identity and mtime when
+// it was read.
+type dirIndex struct {
+	mu     sync.Mutex
+	ino    uint64
+	mtime  time.Time
+	readAt time.Time
+	names  []string // read-only once stored
+}
+
+// sessionNames returns the names of the session directories, sorted. It
+// reads the directory only when it has changed since the last listing
+// (see dirTrustAfter), so List costs one stat rather than a directory read
+// and a name check per session. The slice is shared: do not modify it.
+func (m *Manager) sessionNames() ([]string, error) {
+	fi, err := os.Stat(m.sessions)
+	if err != nil {
+		return nil, err
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	x := &m.dirs
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.names != nil && x.ino == ino && x.mtime.Equal(fi.ModTime()) && x.readAt.Sub(x.mtime) > dirTrustAfter {
+		return x.names, nil
+	}
+	readAt := time.Now()
+	ents, err := os.ReadDir(m.sessions)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if e.IsDir() && ValidateName(e.Name()) == nil {
+			names = append(names, e.Name())
+		}
+	}
+	x.ino, x.mtime, x.readAt, x.names = ino, fi.ModTime(), readAt, names
+	return names, nil
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +66,7 @@ type Manager struct {
 	sessions string // StateDir/sessions
 
 	attachMu sync.Mutex // serialises attaching to (or judging) a worker
+	dirs     dirIndex   // the last listing of the sessions directory, for List
 
 	mu       sync.Mutex
 	live     map[string]*handle
@@ -787,25 +787,22 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 // manifests for the others; it never calls a worker, so a hung one cannot
 // slow it.
 func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error) {
-	ents, err := os.ReadDir(m.sessions)
+	names, err := m.sessionNames()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
+	hs := make([]*handle, len(names))
 	m.mu.Lock()
-	live := make(map[string]*handle, len(m.live))
-	for name, h := range m.live {
-		live[name] = h
+	for i, name := range names {
+		hs[i] = m.live[name]
 	}
 	m.mu.Unlock()
 	now := time.Now()
-	out := make([]ListEntry, 0, len(ents))
-	for _, e := range ents {
-		if !e.IsDir() || ValidateName(e.Name()) != nil {
-			continue
-		}
-		le, ok := liveEntry(live[e.Name()], now)
+	out := make([]ListEntry, 0, len(names))
+	for i, name := range names {
+		le, ok := liveEntry(hs[i], now)
 		if !ok {
-			man, err := m.readState(e.Name())
+			man, err := m.readState(name)
 			if err != nil {
 				continue // removed meanwhile
 			}
@@ -816,7 +813,6 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 		}
 		out = append(out, le)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
