@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +118,73 @@ func benchLists(b *testing.B, clients []*wire.Client, list func(*wire.Client) er
 	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(len(all))/took.Seconds(), "lists/s")
+}
+
+// BenchmarkStoppedWorkers20 starts 20 sessions, stops all their workers
+// with SIGSTOP, and reports how long until list shows all 20 unresponsive
+// (detect-s), then the median time of agent.list and of agent.status on
+// one of them over b.N calls, and of agent.stop with force on one
+// (stop-force-ms). The bars: list and status answer in a few seconds at
+// most, whatever the workers do (before: list 10 s, status 888 s).
+func BenchmarkStoppedWorkers20(b *testing.B) {
+	h := newHomeTB(b)
+	h.startDaemon([]string{"--log-level", "info"})
+	ctx := context.Background()
+	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const n = 20
+	var workers []int
+	for i := range n {
+		s, err := c.Spawn(ctx, wire.SpawnParams{Name: fmt.Sprintf("z%02d", i), Argv: []string{"sleep", "3600"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		workers = append(workers, s.WorkerPID)
+	}
+	// Registered after the daemon's cleanup, so it runs first.
+	b.Cleanup(func() {
+		for _, pid := range workers {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	start := time.Now()
+	for _, pid := range workers {
+		syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	await(b, 60*time.Second, "all stopped workers listed unresponsive", func() bool {
+		l, err := c.List(ctx, wire.ListParams{Status: []wire.Status{wire.StatusUnresponsive}})
+		return err == nil && len(l.Sessions) == n
+	})
+	detect := time.Since(start)
+	var list, status []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := c.List(ctx, wire.ListParams{}); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		st, err := c.Status(ctx, "z00")
+		if err != nil || st.Status != wire.StatusUnresponsive {
+			b.Fatalf("status z00: %v, %v", st, err)
+		}
+		list, status = append(list, t1.Sub(t0)), append(status, time.Since(t1))
+	}
+	b.StopTimer()
+	t0 := time.Now()
+	if x, err := c.Stop(ctx, wire.StopParams{Name: "z01", Force: true}); err != nil || x.Status != wire.StatusFailed {
+		b.Fatalf("stop --force z01: %v, %v", x, err)
+	}
+	stopForce := time.Since(t0)
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(detect.Seconds(), "detect-s")
+	b.ReportMetric(median(list), "list-ms")
+	b.ReportMetric(median(status), "status-ms")
+	b.ReportMetric(float64(stopForce.Microseconds())/1000, "stop-force-ms")
 }

@@ -65,8 +65,9 @@ type Manager struct {
 	log      zerolog.Logger
 	sessions string // StateDir/sessions
 
-	attachMu sync.Mutex // serialises attaching to (or judging) a worker
-	dirs     dirIndex   // the last listing of the sessions directory, for List
+	attachMu  sync.Mutex     // serialises attaching to (or judging) a worker
+	dirs      dirIndex       // the last listing of the sessions directory, for List
+	manifests *manifestWatch // which live sessions' manifests changed, for List
 
 	mu       sync.Mutex
 	live     map[string]*handle
@@ -98,11 +99,16 @@ type handle struct {
 	token       string // the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
-	// man is the manifest as it was when the Manager attached: what List
-	// shows of a live session besides its status (command, creation,
-	// pid) does not change while the worker runs.
-	man *Manifest
-	hl  health // the worker's status and health, kept by the heartbeat
+	// man is the session's manifest as last read, with the file's
+	// identity then: what List shows of a live session besides its status
+	// (command, creation, pid), reused while the file is unchanged.
+	man atomic.Pointer[manifestState]
+	// manGen moves on every change of the manifest seen by the Manager's
+	// watch (when watched, on wd); see manifestState.current.
+	manGen  atomic.Uint64
+	watched atomic.Bool
+	wd      int32
+	hl      health // the worker's status and health, kept by the heartbeat
 }
 
 // NewManager checks the options, creates the directories and returns a
@@ -154,6 +160,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if err := ensureOwnDir("session socket directory", opts.RuntimeDir); err != nil {
 		return nil, err
 	}
+	m.manifests = newManifestWatch()
 	return m, nil
 }
 
@@ -170,6 +177,9 @@ func (m *Manager) Close() error {
 	m.endLife()
 	m.mu.Unlock()
 	m.wg.Wait()
+	// A List that began before Close finds the watch closed and checks
+	// the manifests by stat.
+	m.manifests.close()
 	return nil
 }
 
@@ -463,9 +473,8 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	if ps, ok := readProcStat(st.WorkerPID); ok {
 		h.workerStart = ps.start
 	}
-	if man, err := m.readState(name); err == nil {
-		h.man = man
-	}
+	m.manifests.add(h, m.dir(name))
+	m.loadManifest(h)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -484,6 +493,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 func (m *Manager) watch(h *handle) {
 	defer m.wg.Done()
 	defer close(h.gone)
+	defer m.manifests.remove(h)
 	if !m.heartbeat(h) {
 		h.client.Close()
 		return
@@ -712,8 +722,8 @@ func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
 func (m *Manager) infoSilent(h *handle) *Info {
 	st, have, silent := h.snapshot()
 	var man Manifest
-	if h.man != nil {
-		man = *h.man
+	if ms := h.man.Load(); ms != nil {
+		man = *ms.man
 	}
 	info := &Info{Name: h.name, Status: StatusUnresponsive, Allows: StatusUnresponsive.Allows(), WorkerPID: h.workerPID,
 		ProgramPID: h.programPID, Cols: man.Cols, Rows: man.Rows, SilentFor: max(silent, time.Millisecond), Manifest: man,
@@ -791,8 +801,13 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
+	m.manifests.drain()
 	hs := make([]*handle, len(names))
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errClosed
+	}
 	for i, name := range names {
 		hs[i] = m.live[name]
 	}
@@ -800,7 +815,7 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 	now := time.Now()
 	out := make([]ListEntry, 0, len(names))
 	for i, name := range names {
-		le, ok := liveEntry(hs[i], now)
+		le, ok := m.liveEntry(hs[i], now)
 		if !ok {
 			man, err := m.readState(name)
 			if err != nil {
@@ -829,15 +844,21 @@ func manifestEntry(man *Manifest, now time.Time) ListEntry {
 	return le
 }
 
-// liveEntry is the list row of an attached session, from memory; ok is
-// false when h cannot say (nil, its connection ended, or its manifest
-// could not be read when it attached), and the manifest must.
-func liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
-	if h == nil || h.man == nil || h.client.Err() != nil || !h.man.Status.Allows().Live {
+// liveEntry is the list row of an attached session, from memory and one
+// stat of its manifest; ok is false when h cannot say (nil, its connection
+// ended, or its manifest is not a live session's), and the manifest must.
+func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
+	if h == nil || h.client.Err() != nil {
 		return le, false
 	}
+	ms := h.man.Load()
+	if ms == nil || !ms.current(h) {
+		if ms = m.loadManifest(h); ms == nil {
+			return le, false
+		}
+	}
 	st, have, silent := h.snapshot()
-	le = manifestEntry(h.man, now)
+	le = manifestEntry(ms.man, now)
 	if !have {
 		return le, true
 	}
