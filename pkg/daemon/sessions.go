@@ -113,37 +113,36 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &wire.ListResult{Sessions: make([]wire.SessionRow, 0, len(rows))}
-	for _, r := range rows {
-		res.Sessions = append(res.Sessions, wire.SessionRow{
-			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
-			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
-		})
-	}
-	return listAnswer{res}, nil
+	return listAnswer{rows}, nil
 }
 
-// listAnswer is agent.list's result, appended straight into the response
-// (rpc.JSONAppender) by a hand-written encoder: with 256 sessions,
-// encoding/json's reflection was most of what a list cost the daemon. It
-// writes exactly what encoding/json writes for a wire.ListResult (a test
-// compares the two), falling back to encoding/json for any string that
-// needs escaping.
-type listAnswer struct{ res *wire.ListResult }
+// sessionRow is one list row on the wire.
+func sessionRow(r *session.ListEntry) wire.SessionRow {
+	return wire.SessionRow{
+		Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
+		AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
+		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
+	}
+}
+
+// listAnswer is agent.list's result, the rows appended straight into the
+// response (rpc.JSONAppender) one at a time by a hand-written encoder: with
+// 256 sessions, encoding/json's reflection, and a second copy of every row
+// as a wire.SessionRow, were most of what a list cost the daemon. It
+// writes exactly what encoding/json writes for the wire.ListResult of the
+// same rows (a test compares the two), falling back to encoding/json for
+// any string that needs escaping.
+type listAnswer struct{ rows []session.ListEntry }
 
 // AppendJSON appends the answer's JSON.
 func (l listAnswer) AppendJSON(dst []byte) []byte {
-	dst = append(dst, `{"sessions":`...)
-	if l.res.Sessions == nil {
-		return append(dst, "null}"...)
-	}
-	dst = append(dst, '[')
-	for i := range l.res.Sessions {
+	dst = append(dst, `{"sessions":[`...)
+	for i := range l.rows {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendRow(dst, &l.res.Sessions[i])
+		r := sessionRow(&l.rows[i])
+		dst = appendRow(dst, &r)
 	}
 	return append(dst, "]}"...)
 }

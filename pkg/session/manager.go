@@ -848,8 +848,13 @@ func manifestEntry(man *Manifest, now time.Time) ListEntry {
 // stat of its manifest; ok is false when h cannot say (nil, its connection
 // ended, or its manifest is not a live session's), and the manifest must.
 func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
-	if h == nil || h.client.Err() != nil {
+	if h == nil {
 		return le, false
+	}
+	select {
+	case <-h.client.Done():
+		return le, false // ended: its watcher settles it from disk
+	default:
 	}
 	ms := h.man.Load()
 	if ms == nil || !ms.current(h) {
