@@ -844,9 +844,11 @@ func manifestEntry(man *Manifest, now time.Time) ListEntry {
 	return le
 }
 
-// liveEntry is the list row of an attached session, from memory and one
-// stat of its manifest; ok is false when h cannot say (nil, its connection
-// ended, or its manifest is not a live session's), and the manifest must.
+// liveEntry is the list row of an attached session, from memory: the
+// status its worker last gave and its manifest as last read (read again
+// when the manifest watch says it changed). ok is false when h cannot say
+// (nil, its connection ended, or its manifest is not a live session's),
+// and the manifest on disk must.
 func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
 	if h == nil {
 		return le, false
