@@ -158,3 +158,43 @@ func TestStoppedWorkersAreUnresponsive(t *testing.T) {
 		t.Errorf("send to u1 after SIGCONT: %v", err)
 	}
 }
+
+// TestStoppedWorkerAcrossDaemonRestart: a worker stopped while no daemon
+// runs cannot be attached by the next one; that daemon still lists it
+// unresponsive (not running), says so in status, and stop --force ends it.
+func TestStoppedWorkerAcrossDaemonRestart(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	d := h.startDaemon(nil)
+	c := h.client()
+	ctx := context.Background()
+	s, err := c.Spawn(ctx, wire.SpawnParams{Name: "frozen", Argv: []string{"sleep", "3600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(s.WorkerPID, syscall.SIGCONT) })
+	d.cmd.Process.Kill()
+	d.wait(10 * time.Second)
+	if err := syscall.Kill(s.WorkerPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h.startDaemon(nil)
+	c = h.client()
+	await(t, 30*time.Second, "frozen listed unresponsive by the new daemon", func() bool {
+		start := time.Now()
+		l, err := c.List(ctx, wire.ListParams{})
+		if took := time.Since(start); took > listBound {
+			t.Fatalf("list took %s with a stopped worker, want under %s", took, listBound)
+		}
+		return err == nil && len(l.Sessions) == 1 && l.Sessions[0].Status == wire.StatusUnresponsive && l.Sessions[0].SilentMS > 0
+	})
+	st, err := c.Status(ctx, "frozen")
+	if err != nil || st.Status != wire.StatusUnresponsive || !strings.Contains(st.Reason, "stop --force frozen") {
+		t.Fatalf("status of frozen: %+v, %v; want unresponsive naming stop --force frozen", st, err)
+	}
+	out := h.ctl(0, "stop", "--force", "frozen")
+	if !strings.Contains(out, "failed") {
+		t.Errorf("agentctl stop --force frozen printed %q, want the session failed", out)
+	}
+	await(t, 10*time.Second, "frozen's worker and program gone", func() bool { return !alive(s.WorkerPID) && !alive(s.ProgramPID) })
+}

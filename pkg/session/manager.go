@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -69,9 +70,13 @@ type Manager struct {
 	dirs      dirIndex       // the last listing of the sessions directory, for List
 	manifests *manifestWatch // which live sessions' manifests changed, for List
 
-	mu       sync.Mutex
-	live     map[string]*handle
-	spawning int
+	mu   sync.Mutex
+	live map[string]*handle
+	// unanswered are live sessions (by their manifests) whose worker is
+	// alive but did not answer an attach, since when: List reports them
+	// unresponsive too, as it does attached workers that stop answering.
+	unanswered map[string]time.Time
+	spawning   int
 	// spawningNames are the sessions this Manager is spawning: their
 	// directory has no manifest yet and that is not a fault.
 	spawningNames map[string]bool
@@ -139,7 +144,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.SpawnTimeout = 15 * time.Second
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
-		live: map[string]*handle{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
+		live: map[string]*handle{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
 	m.life, m.endLife = context.WithCancel(context.Background())
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
@@ -482,6 +487,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 		return nil, errClosed
 	}
 	m.live[name] = h
+	delete(m.unanswered, name)
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go m.watch(h)
@@ -538,6 +544,9 @@ func (m *Manager) markDead(name string, man *Manifest, detail string) {
 	}
 	dir := m.dir(name)
 	now := time.Now().UTC()
+	m.mu.Lock()
+	delete(m.unanswered, name)
+	m.mu.Unlock()
 	if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
 		l.append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
 		l.append(&Event{Type: EventExit, Termination: TermHostDeath})
@@ -604,9 +613,20 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	if !man.Status.Allows().Live {
 		return nil, man, nil
 	}
+	m.noteUnanswered(name)
 	why := fmt.Sprintf("its worker (pid %d) does not answer (%v)", man.WorkerPID, err)
 	return nil, nil, &unresponsiveError{msg: fmt.Sprintf("session %q is unresponsive: %s; try again, or agentctl stop --force %s ends it%s", name, why, name, resumeHint(man.WorkerPID)),
 		why: why, workerPID: man.WorkerPID, workerStart: man.WorkerStart, programPID: man.ProgramPID}
+}
+
+// noteUnanswered records that name's worker lives but did not answer an
+// attach (the first time only: silence is counted from then).
+func (m *Manager) noteUnanswered(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.unanswered[name]; !ok {
+		m.unanswered[name] = time.Now()
+	}
 }
 
 // settleEnded returns the manifest of h's session when it has ended (after
@@ -764,6 +784,22 @@ func infoFromManifest(man *Manifest) *Info {
 // session is reported StatusUnresponsive from what it last said.
 func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 	h, man, err := m.lookup(ctx, name)
+	var ue *unresponsiveError
+	if errors.As(err, &ue) && ue.workerPID > 0 {
+		// A worker this Manager never reached: say so as a status.
+		if man, rerr := m.readState(name); rerr == nil {
+			m.mu.Lock()
+			since, ok := m.unanswered[name]
+			m.mu.Unlock()
+			info := infoFromManifest(man)
+			info.Status, info.Allows, info.SilentFor = StatusUnresponsive, StatusUnresponsive.Allows(), time.Millisecond
+			if ok {
+				info.SilentFor = max(time.Since(since), time.Millisecond)
+			}
+			info.Reason = fmt.Sprintf("%s; agentctl stop --force %s ends it%s", ue.why, name, resumeHint(ue.workerPID))
+			return info, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -811,6 +847,10 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 	for i, name := range names {
 		hs[i] = m.live[name]
 	}
+	var unanswered map[string]time.Time
+	if len(m.unanswered) > 0 {
+		unanswered = maps.Clone(m.unanswered)
+	}
 	m.mu.Unlock()
 	now := time.Now()
 	out := make([]ListEntry, 0, len(names))
@@ -822,6 +862,10 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 				continue // removed meanwhile
 			}
 			le = manifestEntry(man, now)
+			if since, ok := unanswered[name]; ok && man.Status.Allows().Live {
+				le.Status, le.SilentFor = StatusUnresponsive, max(now.Sub(since), time.Millisecond)
+				le.Reason = fmt.Sprintf("its worker (pid %d) has not answered since %s", man.WorkerPID, since.Format(time.TimeOnly))
+			}
 		}
 		if len(req.Status) > 0 && !slices.Contains(req.Status, le.Status) {
 			continue

@@ -403,6 +403,7 @@ func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry 
 		return ent
 	}
 	if processAlive(man.WorkerPID, man.WorkerStart) {
+		m.noteUnanswered(name)
 		ent.Action, ent.Detail = ActionUnreachable, fmt.Sprintf("worker %d is alive but does not answer: %v", man.WorkerPID, aerr)
 		return ent
 	}
