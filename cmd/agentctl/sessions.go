@@ -145,7 +145,9 @@ func listVerb() verb {
 		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
 			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
 			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
-			"Statuses: starting, running, exiting, exited, failed, destroying, destroyed.",
+			"Statuses: starting, running, exiting, exited, failed, destroying, destroyed, broken (its record\n" +
+			"is damaged), unresponsive (its worker has not answered for the time shown; agentctl stop\n" +
+			"--force NAME ends it).",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&status, "status", "", "only these statuses, comma-separated (running,exited)")
 			fs.BoolVarP(&quiet, "quiet", "q", false, "print only the names")
@@ -201,13 +203,19 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		pid, active := "-", "-"
 		// An ended session's pid is history, and may be another
 		// program's by now.
-		if s.PID > 0 && (s.Status == wire.StatusRunning || s.Status == wire.StatusStarting || s.Status == wire.StatusExiting) {
+		if s.PID > 0 && (s.Status == wire.StatusRunning || s.Status == wire.StatusStarting || s.Status == wire.StatusExiting || s.Status == wire.StatusUnresponsive) {
 			pid = fmt.Sprint(s.PID)
+		}
+		status := string(s.Status)
+		if s.Status == wire.StatusUnresponsive {
+			// How long it has been silent says whether it is a hiccup or
+			// a hang.
+			status += " " + ago(time.Duration(s.SilentMS)*time.Millisecond)
 		}
 		if !s.LastActivity.IsZero() {
 			active = ago(now.Sub(s.LastActivity)) + " ago"
 		}
-		table = append(table, []string{s.Name, string(s.Status), pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
+		table = append(table, []string{s.Name, status, pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
 			exitText(s.Termination, s.ExitCode, s.Signal), shellJoin(s.Command)})
 	}
 	const gap = 2
@@ -279,6 +287,9 @@ func statusVerb() verb {
 			row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 			row("name", s.Name)
 			row("status", s.Status)
+			if s.SilentMS > 0 {
+				row("silent", fmt.Sprintf("%s (its worker has not answered)", time.Duration(s.SilentMS)*time.Millisecond))
+			}
 			row("allows", strings.Join(s.Allows, ", "))
 			if s.Termination != "" {
 				row("ended", exitText(s.Termination, s.ExitCode, s.Signal))
@@ -304,11 +315,15 @@ func stopVerb() verb {
 	var p wire.StopParams
 	var grace time.Duration
 	return verb{
-		use: "stop NAME [--signal SIG] [--grace DURATION]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		use: "stop NAME [--signal SIG] [--grace DURATION] [--force]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		long: "Send the program SIG (default TERM), wait the grace period for it to exit, then KILL it.\n\n" +
+			"A session whose worker does not answer shows as unresponsive (agentctl list); --force kills\n" +
+			"its worker and its program with KILL and records the session as failed (host_death).",
 		args: exactArgs(1), complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
 			fs.DurationVar(&grace, "grace", 0, "wait this long before KILL (default 5s)")
+			fs.BoolVar(&p.Force, "force", false, "if the session's worker does not answer, kill it and the program")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.GraceMS = args[0], ms(grace)

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,7 +100,7 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	for _, s := range p.Status {
 		st := session.Status(s)
 		if _, ok := session.StatusTable[st]; !ok {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown status %q; use starting, running, exiting, exited, failed, destroying or destroyed", s)
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown status %q; use starting, running, exiting, exited, failed, destroying, destroyed, broken or unresponsive", s)
 		}
 		req.Status = append(req.Status, st)
 	}
@@ -106,15 +108,124 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &wire.ListResult{Sessions: make([]wire.SessionRow, 0, len(rows))}
-	for _, r := range rows {
-		res.Sessions = append(res.Sessions, wire.SessionRow{
-			Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
-			AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-			ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason,
-		})
+	return listAnswer{rows}, nil
+}
+
+// sessionRow is one list row on the wire.
+func sessionRow(r *session.ListEntry) wire.SessionRow {
+	return wire.SessionRow{
+		Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
+		AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
+		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
 	}
-	return res, nil
+}
+
+// listAnswer is agent.list's result, the rows appended straight into the
+// response (rpc.JSONAppender) one at a time by a hand-written encoder: with
+// 256 sessions, encoding/json's reflection, and a second copy of every row
+// as a wire.SessionRow, were most of what a list cost the daemon. It
+// writes exactly what encoding/json writes for the wire.ListResult of the
+// same rows (a test compares the two), falling back to encoding/json for
+// any string that needs escaping.
+type listAnswer struct{ rows []session.ListEntry }
+
+// AppendJSON appends the answer's JSON.
+func (l listAnswer) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"sessions":[`...)
+	for i := range l.rows {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		r := sessionRow(&l.rows[i])
+		dst = appendRow(dst, &r)
+	}
+	return append(dst, "]}"...)
+}
+
+// MarshalJSON is the same JSON for any other encoder (tests call the
+// handler directly).
+func (l listAnswer) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
+
+// appendRow appends one wire.SessionRow as encoding/json would, field by
+// field in the struct's order, with the same omitempty and omitzero rules.
+func appendRow(dst []byte, r *wire.SessionRow) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = appendJSONString(dst, r.Name)
+	dst = append(dst, `,"status":`...)
+	dst = appendJSONString(dst, string(r.Status))
+	if r.PID != 0 {
+		dst = append(dst, `,"pid":`...)
+		dst = strconv.AppendInt(dst, int64(r.PID), 10)
+	}
+	dst = append(dst, `,"command":`...)
+	if r.Command == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, a := range r.Command {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, a)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"created_at":`...)
+	dst = appendJSONTime(dst, r.CreatedAt)
+	dst = append(dst, `,"age_ms":`...)
+	dst = strconv.AppendInt(dst, r.AgeMS, 10)
+	if !r.LastActivity.IsZero() {
+		dst = append(dst, `,"last_activity":`...)
+		dst = appendJSONTime(dst, r.LastActivity)
+	}
+	if r.Termination != "" {
+		dst = append(dst, `,"termination":`...)
+		dst = appendJSONString(dst, string(r.Termination))
+	}
+	if r.ExitCode != nil {
+		dst = append(dst, `,"exit_code":`...)
+		dst = strconv.AppendInt(dst, int64(*r.ExitCode), 10)
+	}
+	if r.Signal != "" {
+		dst = append(dst, `,"signal":`...)
+		dst = appendJSONString(dst, r.Signal)
+	}
+	if r.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = appendJSONString(dst, r.Reason)
+	}
+	if r.SilentMS != 0 {
+		dst = append(dst, `,"silent_ms":`...)
+		dst = strconv.AppendInt(dst, r.SilentMS, 10)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string. Plain printable ASCII
+// without the characters encoding/json escapes goes as it is; anything else
+// through encoding/json, so the bytes are always the same as its.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds, quoted). A time it refuses (a year outside 0..9999, which
+// would fail the whole answer there) is null here.
+func appendJSONTime(dst []byte, t time.Time) []byte {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return append(dst, "null"...) // no session has such a time
+	}
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"')
 }
 
 func (d *Daemon) stopSession(ctx context.Context, call *Call) (any, error) {
@@ -126,7 +237,7 @@ func (d *Daemon) stopSession(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := d.sessions.Stop(ctx, session.StopRequest{Name: p.Name, Signal: p.Signal, Grace: grace})
+	x, err := d.sessions.Stop(ctx, session.StopRequest{Name: p.Name, Signal: p.Signal, Grace: grace, Force: p.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -297,11 +408,21 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 		ExitCode: i.ExitCode, Signal: i.Signal, Reason: i.Reason, WorkerPID: i.WorkerPID, ProgramPID: i.ProgramPID,
 		Cols: i.Cols, Rows: i.Rows, Bytes: i.Bytes, Events: i.Events, Asks: i.Asks,
 		Argv: m.Argv, Cwd: m.Cwd, EnvKeys: m.EnvKeys, CreatedAt: m.CreatedAt, StartedAt: m.StartedAt, LastActivity: i.LastActivity,
+		SilentMS: silentMS(i.SilentFor),
 	}
 	if m.EndedAt != nil {
 		s.EndedAt = *m.EndedAt
 	}
 	return s
+}
+
+// silentMS is a silence on the wire: whole milliseconds, at least 1 for
+// any silence at all, so a set silent_ms is never 0.
+func silentMS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 func allowsList(a session.Allows) []string {

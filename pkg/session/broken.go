@@ -84,7 +84,7 @@ func (m *Manager) readState(name string) (*Manifest, error) {
 
 func knownStatus(s Status) bool {
 	_, ok := StatusTable[s]
-	return ok && s != StatusBroken // broken is never stored
+	return ok && s != StatusBroken && s != StatusUnresponsive // reported, never stored
 }
 
 func (m *Manager) isSpawning(name string) bool {

@@ -124,6 +124,25 @@
 // directory an interrupted removal left). Removal writes nothing, not even
 // a "destroying" manifest, so it works on a full disk.
 //
+// # Status in memory, and workers that do not answer
+//
+// The Manager pings every attached worker each second and keeps the answer
+// (health.go); List answers from those copies and a cached listing of
+// sessions/, never calling a worker, so it costs the same whatever the
+// workers do. Every call to a worker has a deadline: status-like calls
+// statusCallTimeout, input inputCallTimeout, stop its grace and a margin,
+// ask and wait their callers' deadlines. A status-like call or ping that
+// misses its deadline makes the session StatusUnresponsive (reported, never
+// stored) with how long the worker has been silent; calls in flight on it
+// are abandoned and new ones refused, with an error (ErrInvalidStatus) that
+// names the session and `agentctl stop --force`; Stop with Force kills the
+// worker and the program and records host_death. The first answer after
+// that (SIGCONT) makes it running again, and cancels in the worker an ask
+// abandoned meanwhile, which would otherwise hold the session's ask lock.
+// Workers are pinged rather than asked to push their changes because
+// workers outlive upgrades: a worker of any older agentd answers
+// worker.status.
+//
 // # Spawn failure
 //
 // A program that cannot start (missing binary, unreadable cwd) makes Spawn

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,17 +66,27 @@ type Manager struct {
 	log      zerolog.Logger
 	sessions string // StateDir/sessions
 
-	attachMu sync.Mutex // serialises attaching to (or judging) a worker
+	attachMu  sync.Mutex     // serialises attaching to (or judging) a worker
+	dirs      dirIndex       // the last listing of the sessions directory, for List
+	manifests *manifestWatch // which live sessions' manifests changed, for List
 
-	mu       sync.Mutex
-	live     map[string]*handle
-	spawning int
+	mu   sync.Mutex
+	live map[string]*handle
+	// unanswered are live sessions (by their manifests) whose worker is
+	// alive but did not answer an attach, since when: List reports them
+	// unresponsive too, as it does attached workers that stop answering.
+	unanswered map[string]time.Time
+	spawning   int
 	// spawningNames are the sessions this Manager is spawning: their
 	// directory has no manifest yet and that is not a fault.
 	spawningNames map[string]bool
 	closed        bool
 	closing       chan struct{}
-	wg            sync.WaitGroup // watchers
+	// life ends when the Manager closes: it is the root of the calls the
+	// Manager's own goroutines make (heartbeats), which no request owns.
+	life    context.Context
+	endLife context.CancelFunc
+	wg      sync.WaitGroup // watchers
 
 	// askIDs number asks for cancelling; askEpoch keeps the numbers of
 	// one Manager apart from an earlier one's.
@@ -94,6 +104,16 @@ type handle struct {
 	token       string // the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
+	// man is the session's manifest as last read, with the file's
+	// identity then: what List shows of a live session besides its status
+	// (command, creation, pid), reused while the file is unchanged.
+	man atomic.Pointer[manifestState]
+	// manGen moves on every change of the manifest seen by the Manager's
+	// watch (when watched, on wd); see manifestState.current.
+	manGen  atomic.Uint64
+	watched atomic.Bool
+	wd      int32
+	hl      health // the worker's status and health, kept by the heartbeat
 }
 
 // NewManager checks the options, creates the directories and returns a
@@ -124,7 +144,8 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.SpawnTimeout = 15 * time.Second
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
-		live: map[string]*handle{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
+		live: map[string]*handle{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
+	m.life, m.endLife = context.WithCancel(context.Background())
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
 	} else {
@@ -144,6 +165,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if err := ensureOwnDir("session socket directory", opts.RuntimeDir); err != nil {
 		return nil, err
 	}
+	m.manifests = newManifestWatch()
 	return m, nil
 }
 
@@ -157,8 +179,12 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	close(m.closing)
+	m.endLife()
 	m.mu.Unlock()
 	m.wg.Wait()
+	// A List that began before Close finds the watch closed and checks
+	// the manifests by stat.
+	m.manifests.close()
 	return nil
 }
 
@@ -447,9 +473,13 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	}
 	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, token: st.Token,
 		socket: m.socket(name), gone: make(chan struct{})}
+	h.hl.stalled = make(chan struct{})
+	h.record(&st)
 	if ps, ok := readProcStat(st.WorkerPID); ok {
 		h.workerStart = ps.start
 	}
+	m.manifests.add(h, m.dir(name))
+	m.loadManifest(h)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -457,6 +487,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 		return nil, errClosed
 	}
 	m.live[name] = h
+	delete(m.unanswered, name)
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go m.watch(h)
@@ -468,9 +499,8 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 func (m *Manager) watch(h *handle) {
 	defer m.wg.Done()
 	defer close(h.gone)
-	select {
-	case <-h.client.Done():
-	case <-m.closing:
+	defer m.manifests.remove(h)
+	if !m.heartbeat(h) {
 		h.client.Close()
 		return
 	}
@@ -514,6 +544,9 @@ func (m *Manager) markDead(name string, man *Manifest, detail string) {
 	}
 	dir := m.dir(name)
 	now := time.Now().UTC()
+	m.mu.Lock()
+	delete(m.unanswered, name)
+	m.mu.Unlock()
 	if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
 		l.append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
 		l.append(&Event{Type: EventExit, Termination: TermHostDeath})
@@ -580,7 +613,20 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	if !man.Status.Allows().Live {
 		return nil, man, nil
 	}
-	return nil, nil, fmt.Errorf("session %q: its worker (pid %d) does not answer (%v); try again, or agentctl stop %s", name, man.WorkerPID, err, name)
+	m.noteUnanswered(name)
+	why := fmt.Sprintf("its worker (pid %d) does not answer (%v)", man.WorkerPID, err)
+	return nil, nil, &unresponsiveError{msg: fmt.Sprintf("session %q is unresponsive: %s; try again, or agentctl stop --force %s ends it%s", name, why, name, resumeHint(man.WorkerPID)),
+		why: why, workerPID: man.WorkerPID, workerStart: man.WorkerStart, programPID: man.ProgramPID}
+}
+
+// noteUnanswered records that name's worker lives but did not answer an
+// attach (the first time only: silence is counted from then).
+func (m *Manager) noteUnanswered(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.unanswered[name]; !ok {
+		m.unanswered[name] = time.Now()
+	}
 }
 
 // settleEnded returns the manifest of h's session when it has ended (after
@@ -602,7 +648,34 @@ func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error)
 	return man, nil
 }
 
-// call runs a worker method for op on name's live worker.
+// callTimeout is the deadline of a worker method beyond its caller's: the
+// status-like ones get statusCallTimeout, input gets inputCallTimeout.
+// Asks and waits have their own deadlines, given by their callers and kept
+// by the worker; the heartbeat still ends them if the worker stops
+// answering (see callWorker).
+func callTimeout(method string) time.Duration {
+	switch method {
+	case mStatus, mHello, mSnapshot, mResize, mCancel:
+		return statusCallTimeout
+	case mSend, mRecord:
+		return inputCallTimeout
+	}
+	return 0
+}
+
+// endedIn reports whether a call's result says the program ended.
+func endedIn(result any) bool {
+	switch r := result.(type) {
+	case *WaitResult:
+		return r.Reason == ReasonExited
+	case *AskResult:
+		return r.Reason == ReasonExited
+	}
+	return false
+}
+
+// call runs a worker method for op on name's live worker, within
+// callTimeout(method) and only while the worker answers (callWorker).
 func (m *Manager) call(ctx context.Context, name, op, method string, params, result any) error {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
@@ -611,12 +684,29 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	if h == nil {
 		return statusError(name, man.Status, man.Termination, op)
 	}
-	err = h.client.Call(ctx, method, params, result)
+	err = m.callWorker(ctx, h, op, method, params, result, callTimeout(method))
 	if err == nil {
+		if endedIn(result) {
+			// The program has ended: what List shows must say so before
+			// the caller, told it ended, looks. Failing that, the worker
+			// is exiting and its watcher settles the session from disk.
+			m.statusOf(ctx, h)
+		}
 		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if isUnresponsive(err) {
+		// The worker stopped answering. An ask it still holds would keep
+		// the session's ask lock once it resumes: cancel it then.
+		if p, ok := params.(askParams); ok && method == mAsk {
+			h.afterResume(func() { m.cancelAsk(name, p.ID) })
+		}
+		return err
+	}
+	if errors.As(err, new(*callDeadlineError)) {
+		return err
 	}
 	var we *rpc.Error
 	if errors.As(err, &we) {
@@ -634,14 +724,34 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 }
 
 func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
-	var st liveStatus
-	if err := h.client.Call(ctx, mStatus, nil, &st); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return m.Status(ctx, h.name)
+	st, err := m.statusOf(ctx, h)
+	switch {
+	case err == nil:
+		return m.infoFromLive(h.name, st)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case isUnresponsive(err):
+		return m.infoSilent(h), nil
 	}
-	return m.infoFromLive(h.name, &st)
+	return m.Status(ctx, h.name)
+}
+
+// infoSilent is the Info of a session whose worker does not answer: the
+// last status it gave, as StatusUnresponsive, with how long it has been
+// silent and what to do in Reason.
+func (m *Manager) infoSilent(h *handle) *Info {
+	st, have, silent := h.snapshot()
+	var man Manifest
+	if ms := h.man.Load(); ms != nil {
+		man = *ms.man
+	}
+	info := &Info{Name: h.name, Status: StatusUnresponsive, Allows: StatusUnresponsive.Allows(), WorkerPID: h.workerPID,
+		ProgramPID: h.programPID, Cols: man.Cols, Rows: man.Rows, SilentFor: max(silent, time.Millisecond), Manifest: man,
+		Reason: fmt.Sprintf("%s; agentctl stop --force %s ends it%s", silentReason(h.workerPID, silent), h.name, resumeHint(h.workerPID))}
+	if have {
+		info.Cols, info.Rows, info.Bytes, info.Events, info.Asks, info.LastActivity = st.Cols, st.Rows, st.Bytes, st.Events, st.Asks, st.LastActivity
+	}
+	return info
 }
 
 func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
@@ -668,18 +778,43 @@ func infoFromManifest(man *Manifest) *Info {
 }
 
 // Status returns a session's status, what it allows, and its counters.
-// ErrNotFound when there is no such session.
+// ErrNotFound when there is no such session. A live session's worker is
+// asked (within statusCallTimeout), so the counters are those of the
+// moment; a worker known not to answer is not asked at all, and its
+// session is reported StatusUnresponsive from what it last said.
 func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 	h, man, err := m.lookup(ctx, name)
+	var ue *unresponsiveError
+	if errors.As(err, &ue) && ue.workerPID > 0 {
+		// A worker this Manager never reached: say so as a status.
+		if man, rerr := m.readState(name); rerr == nil {
+			m.mu.Lock()
+			since, ok := m.unanswered[name]
+			m.mu.Unlock()
+			info := infoFromManifest(man)
+			info.Status, info.Allows, info.SilentFor = StatusUnresponsive, StatusUnresponsive.Allows(), time.Millisecond
+			if ok {
+				info.SilentFor = max(time.Since(since), time.Millisecond)
+			}
+			info.Reason = fmt.Sprintf("%s; agentctl stop --force %s ends it%s", ue.why, name, resumeHint(ue.workerPID))
+			return info, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if h != nil {
-		var st liveStatus
-		if err := h.client.Call(ctx, mStatus, nil, &st); err == nil {
-			return m.infoFromLive(name, &st)
-		} else if ctx.Err() != nil {
+		if _, _, silent := h.snapshot(); silent > 0 {
+			return m.infoSilent(h), nil
+		}
+		st, err := m.statusOf(ctx, h)
+		switch {
+		case err == nil:
+			return m.infoFromLive(name, st)
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case isUnresponsive(err):
+			return m.infoSilent(h), nil
 		}
 		select {
 		case <-h.gone:
@@ -693,48 +828,105 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 }
 
 // List returns the sessions, by name, optionally only those in the given
-// statuses. It reads the manifests and asks attached workers for their last
-// activity; it never waits on a worker for long.
+// statuses. It answers from memory for the sessions it is attached to (the
+// status their workers last gave, kept by the heartbeat) and from the
+// manifests for the others; it never calls a worker, so a hung one cannot
+// slow it.
 func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error) {
-	ents, err := os.ReadDir(m.sessions)
+	names, err := m.sessionNames()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var out []ListEntry
-	for _, e := range ents {
-		if !e.IsDir() || ValidateName(e.Name()) != nil {
-			continue
-		}
-		man, err := m.readState(e.Name())
-		if err != nil {
-			continue // removed meanwhile
-		}
-		if len(req.Status) > 0 && !slices.Contains(req.Status, man.Status) {
-			continue
-		}
-		le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
-			Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
-		if !man.CreatedAt.IsZero() {
-			le.Age = time.Since(man.CreatedAt)
-		}
-		if man.EndedAt != nil {
-			le.LastActivity = *man.EndedAt
-		}
-		m.mu.Lock()
-		h := m.live[man.Name]
+	m.manifests.drain()
+	hs := make([]*handle, len(names))
+	m.mu.Lock()
+	if m.closed {
 		m.mu.Unlock()
-		if h != nil && man.Status.Allows().Live {
-			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			var st liveStatus
-			if h.client.Call(cctx, mStatus, nil, &st) == nil {
-				le.LastActivity, le.Status = st.LastActivity, st.Status
+		return nil, errClosed
+	}
+	for i, name := range names {
+		hs[i] = m.live[name]
+	}
+	var unanswered map[string]time.Time
+	if len(m.unanswered) > 0 {
+		unanswered = maps.Clone(m.unanswered)
+	}
+	m.mu.Unlock()
+	now := time.Now()
+	out := make([]ListEntry, 0, len(names))
+	for i, name := range names {
+		le, ok := m.liveEntry(hs[i], now)
+		if !ok {
+			man, err := m.readState(name)
+			if err != nil {
+				continue // removed meanwhile
 			}
-			cancel()
+			le = manifestEntry(man, now)
+			if since, ok := unanswered[name]; ok && man.Status.Allows().Live {
+				le.Status, le.SilentFor = StatusUnresponsive, max(now.Sub(since), time.Millisecond)
+				le.Reason = fmt.Sprintf("its worker (pid %d) has not answered since %s", man.WorkerPID, since.Format(time.TimeOnly))
+			}
+		}
+		if len(req.Status) > 0 && !slices.Contains(req.Status, le.Status) {
+			continue
 		}
 		out = append(out, le)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// manifestEntry is the list row of a session from its manifest.
+func manifestEntry(man *Manifest, now time.Time) ListEntry {
+	le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
+		Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
+	if !man.CreatedAt.IsZero() {
+		le.Age = now.Sub(man.CreatedAt)
+	}
+	if man.EndedAt != nil {
+		le.LastActivity = *man.EndedAt
+	}
+	return le
+}
+
+// liveEntry is the list row of an attached session, from memory: the
+// status its worker last gave and its manifest as last read (read again
+// when the manifest watch says it changed). ok is false when h cannot say
+// (nil, its connection ended, or its manifest is not a live session's),
+// and the manifest on disk must.
+func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
+	if h == nil {
+		return le, false
+	}
+	select {
+	case <-h.client.Done():
+		return le, false // ended: its watcher settles it from disk
+	default:
+	}
+	ms := h.man.Load()
+	if ms == nil || !ms.current(h) {
+		if ms = m.loadManifest(h); ms == nil {
+			return le, false
+		}
+	}
+	st, have, silent := h.snapshot()
+	le = manifestEntry(ms.man, now)
+	if !have {
+		return le, true
+	}
+	le.Status, le.LastActivity = st.Status, st.LastActivity
+	if st.Status.Terminal() {
+		// The worker has recorded the end and is about to exit.
+		x := st.Exit
+		le.Termination, le.ExitCode, le.Signal = x.Termination, x.ExitCode, x.Signal
+		if !x.EndedAt.IsZero() {
+			le.LastActivity = x.EndedAt
+		}
+	}
+	if silent > 0 {
+		le.Status, le.SilentFor = StatusUnresponsive, silent
+		le.Reason = silentReason(h.workerPID, silent)
+	}
+	return le, true
 }
 
 // ParseSignal reads a signal name ("TERM", "SIGTERM", "term") or number.
@@ -769,6 +961,10 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	}
 	h, man, err := m.lookup(ctx, req.Name)
 	if err != nil {
+		var ue *unresponsiveError
+		if req.Force && errors.As(err, &ue) && ue.workerPID > 0 {
+			return m.forceKill(ctx, req.Name, ue.workerPID, ue.workerStart, ue.programPID, "killed by stop --force: "+ue.why)
+		}
 		return nil, err
 	}
 	if h == nil {
@@ -780,14 +976,42 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 		}
 		return exitFromManifest(man), nil
 	}
+	grace := req.Grace
+	if grace == 0 {
+		grace = DefaultStopGrace
+	}
 	var info ExitInfo
-	err = h.client.Call(ctx, mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info)
+	err = m.callWorker(ctx, h, "stop", mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info, grace+stopCallSlack)
 	if err == nil {
+		h.recordExit(&info)
 		m.log.Info().Str("session", req.Name).Str("termination", string(info.Termination)).Msg("session stopped")
 		return &info, nil
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	var late *callDeadlineError
+	if isUnresponsive(err) || errors.As(err, &late) {
+		if !req.Force {
+			return nil, err
+		}
+		_, _, silent := h.snapshot()
+		why := silentReason(h.workerPID, silent)
+		if late != nil {
+			why = fmt.Sprintf("its worker (pid %d) did not finish the stop within %s", h.workerPID, late.timeout)
+		}
+		x, err := m.forceKill(ctx, req.Name, h.workerPID, h.workerStart, h.programPID, "killed by stop --force: "+why)
+		if err != nil {
+			return nil, err
+		}
+		// List and Status read the session from disk once its watcher
+		// has seen the connection end.
+		select {
+		case <-h.gone:
+		case <-time.After(killWait):
+		case <-ctx.Done():
+		}
+		return x, nil
 	}
 	var we *rpc.Error
 	if errors.As(err, &we) {
@@ -857,7 +1081,7 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 		if !force || (h == nil && st == StatusStarting) {
 			return errorf(ErrInvalidStatus, "session %q is %s; stop it first (agentctl stop %s) or remove it with --force", name, st, name)
 		}
-		if _, err := m.Stop(ctx, StopRequest{Name: name}); err != nil {
+		if _, err := m.Stop(ctx, StopRequest{Name: name, Force: true}); err != nil {
 			return err
 		}
 		if h != nil {

@@ -457,6 +457,7 @@ func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry 
 		return ent
 	}
 	if processAlive(man.WorkerPID, man.WorkerStart) {
+		m.noteUnanswered(name)
 		ent.Action, ent.Detail = ActionUnreachable, fmt.Sprintf("worker %d is alive but does not answer: %v", man.WorkerPID, aerr)
 		return ent
 	}
@@ -484,8 +485,11 @@ func (m *Manager) Attach(ctx context.Context, name string, rw io.ReadWriter) err
 	}
 	// The worker outlives its program for a moment: ask it, so an ended
 	// session is refused before anything is read from rw.
-	var st liveStatus
-	if err := h.client.Call(ctx, mStatus, nil, &st); err == nil && !st.Status.Allows().Attach {
+	st, err := m.statusOf(ctx, h)
+	if isUnresponsive(err) {
+		return err
+	}
+	if err == nil && !st.Status.Allows().Attach {
 		return statusError(name, st.Status, st.Exit.Termination, "attach")
 	}
 	conn, _, err := rpc.DialUpgrade(ctx, h.socket, mAttachStream, nil)

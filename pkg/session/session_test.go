@@ -845,7 +845,7 @@ func TestListAndStatus(t *testing.T) {
 }
 
 func TestStatusTableInvariants(t *testing.T) {
-	all := []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed, StatusBroken}
+	all := []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed, StatusBroken, StatusUnresponsive}
 	if len(StatusTable) != len(all) {
 		t.Fatalf("table has %d rows, want %d", len(StatusTable), len(all))
 	}

@@ -26,6 +26,12 @@ const (
 	// such a directory is reported. Stop ends whatever of it runs; Remove
 	// deletes it (with force while a worker of it lives).
 	StatusBroken Status = "broken"
+	// StatusUnresponsive: the session's worker has not answered a status
+	// call within its deadline (it is stopped by SIGSTOP, or starved); its
+	// program may run on. Never stored: it is how a live session is
+	// reported until its worker answers again (then it is running) or
+	// Stop with Force kills it.
+	StatusUnresponsive Status = "unresponsive"
 )
 
 // Termination says how a session ended.
@@ -77,6 +83,9 @@ var StatusTable = map[Status]Allows{
 	// worker runs until one is looked for. Remove handles it by itself
 	// (without force when no worker of it lives).
 	StatusBroken: {Stop: true},
+	// Unresponsive allows only stop (with force, to kill what does not
+	// answer): anything else would wait on a worker that does not answer.
+	StatusUnresponsive: {Stop: true, Live: true},
 }
 
 // Allows returns what s allows; an unknown status allows nothing.

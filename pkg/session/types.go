@@ -43,6 +43,9 @@ type Info struct {
 	Asks   uint64 `json:"asks"`
 	// LastActivity is the time of the last output or input (zero if none).
 	LastActivity time.Time `json:"last_activity,omitzero"`
+	// SilentFor is how long the worker has not answered, set only with
+	// StatusUnresponsive.
+	SilentFor time.Duration `json:"silent_ns,omitempty"`
 	// Manifest is the record on disk.
 	Manifest Manifest `json:"manifest"`
 }
@@ -64,8 +67,12 @@ type ListEntry struct {
 	Termination  Termination   `json:"termination,omitempty"`
 	ExitCode     *int          `json:"exit_code,omitempty"`
 	Signal       string        `json:"signal,omitempty"`
-	// Reason says why a session failed or is broken, for people.
+	// Reason says why a session failed, is broken or is unresponsive, for
+	// people.
 	Reason string `json:"reason,omitempty"`
+	// SilentFor is how long the worker has not answered, set only with
+	// StatusUnresponsive.
+	SilentFor time.Duration `json:"silent_ns,omitempty"`
 }
 
 // StopRequest ends a session's program.
@@ -76,6 +83,11 @@ type StopRequest struct {
 	Signal string
 	// Grace is how long to wait before SIGKILL; zero is DefaultStopGrace.
 	Grace time.Duration
+	// Force ends a session whose worker does not answer (unresponsive,
+	// e.g. stopped by SIGSTOP): SIGKILL to the worker and the program's
+	// process group and session, recorded as failed (host_death). A worker
+	// that answers is stopped as without it.
+	Force bool
 }
 
 // ExitInfo is how a session's program ended.

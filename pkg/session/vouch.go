@@ -75,8 +75,7 @@ func (m *Manager) Vouch(ctx context.Context, name string, pid int, token string)
 		return false, fmt.Sprintf("session %q is %s, so nothing runs inside it", name, man.Status), nil
 	}
 	// The worker outlives its program for a moment; ask it.
-	var st liveStatus
-	if err := h.client.Call(ctx, mStatus, nil, &st); err != nil || !st.Status.Allows().Live {
+	if st, err := m.statusOf(ctx, h); err != nil || !st.Status.Allows().Live {
 		if ctx.Err() != nil {
 			return false, "", ctx.Err()
 		}

@@ -77,6 +77,9 @@ type SessionStatus struct {
 	StartedAt    time.Time   `json:"started_at,omitzero"`
 	EndedAt      time.Time   `json:"ended_at,omitzero"`
 	LastActivity time.Time   `json:"last_activity,omitzero"`
+	// SilentMS is how long the session's worker has not answered, in
+	// milliseconds; set only with status unresponsive.
+	SilentMS int64 `json:"silent_ms,omitempty"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.
@@ -101,8 +104,12 @@ type SessionRow struct {
 	Termination  Termination `json:"termination,omitempty"`
 	ExitCode     *int        `json:"exit_code,omitempty"`
 	Signal       string      `json:"signal,omitempty"`
-	// Reason says why a session failed or is broken, for people.
+	// Reason says why a session failed, is broken or is unresponsive, for
+	// people.
 	Reason string `json:"reason,omitempty"`
+	// SilentMS is how long the session's worker has not answered, in
+	// milliseconds; set only with status unresponsive.
+	SilentMS int64 `json:"silent_ms,omitempty"`
 }
 
 // NameParams name one session (agent.status, agent.snapshot).
@@ -111,11 +118,15 @@ type NameParams struct {
 }
 
 // StopParams end a session's program: Signal (default TERM) to its process
-// group, SIGKILL after GraceMS (default 5000; 0 to MaxDurationMS).
+// group, SIGKILL after GraceMS (default 5000; 0 to MaxDurationMS). Force
+// also ends a session whose worker does not answer (status unresponsive):
+// SIGKILL to the worker and the program, recorded as failed (host_death);
+// without it such a stop is invalid_status.
 type StopParams struct {
 	Name    string `json:"name"`
 	Signal  string `json:"signal,omitempty"`
 	GraceMS int64  `json:"grace_ms,omitempty"`
+	Force   bool   `json:"force,omitempty"`
 }
 
 // ExitResult says how a session's program ended.

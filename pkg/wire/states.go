@@ -22,10 +22,16 @@ const (
 	// reason says why. agent.stop ends whatever of it runs, agent.rm
 	// (force while a worker of it runs) removes it.
 	StatusBroken Status = "broken"
+	// StatusUnresponsive is a live session whose worker has not answered
+	// the daemon within its deadline (stopped by SIGSTOP, or starved);
+	// silent_ms says for how long. Only agent.stop with force is allowed
+	// (it kills the worker and the program); once the worker answers again
+	// the session is running.
+	StatusUnresponsive Status = "unresponsive"
 )
 
 // Statuses lists every Status. Read-only.
-var Statuses = []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed, StatusBroken}
+var Statuses = []Status{StatusStarting, StatusRunning, StatusExiting, StatusExited, StatusFailed, StatusDestroying, StatusDestroyed, StatusBroken, StatusUnresponsive}
 
 // Termination is how a session ended; empty while it runs.
 type Termination string
