@@ -213,7 +213,7 @@ func (t *tools) list() []tool {
 		typedTool(tool{name: "list", readOnly: true,
 			desc: "List agentd's sessions (programs running in terminals: shells, REPLs, coding agents) with their status, pid, command, age and how they ended. Start here.",
 			args: []arg{{"status", map[string]any{"type": "array", "items": map[string]any{"type": "string",
-				"enum": []string{"starting", "running", "exiting", "exited", "failed", "destroying", "destroyed"}},
+				"enum": statusNames()},
 				"description": "only sessions in these statuses; all when omitted"}, false}},
 		}, func(ctx context.Context, in listIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.ListResult, error) {
@@ -611,4 +611,14 @@ func withoutImage(err error) error {
 	}
 	ar.Observation.Image = nil
 	return we.WithDetails(ar)
+}
+
+// statusNames is every session status, for the list tool's schema; from
+// the contract, so a new status is offered at once.
+func statusNames() []string {
+	names := make([]string, len(wire.Statuses))
+	for i, st := range wire.Statuses {
+		names[i] = string(st)
+	}
+	return names
 }
