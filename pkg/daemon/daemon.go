@@ -41,6 +41,13 @@ const (
 // runaway client cannot lock every other one out: limit/peerShare.
 const peerShare = 2
 
+// peerSlotWait is how long a connection over its process's share waits for
+// one of that process's connections to end before it is refused: a process
+// that closes a connection and opens the next at once (a script calling a
+// client in a loop, a client reconnecting) is over its share only until the
+// daemon has read the close.
+const peerSlotWait = 500 * time.Millisecond
+
 // Config is what the daemon needs to run. Zero values take defaults.
 type Config struct {
 	// SocketPath is where to listen; "" means wire.DefaultSocketPath().
@@ -194,6 +201,9 @@ type Daemon struct {
 	perPeer struct {
 		sync.Mutex
 		n map[int]int
+		// freed is closed (and replaced) when any connection ends, for a
+		// connection waiting for its process's share to have room.
+		freed chan struct{}
 		// lastLog and suppressed rate-limit the log of refusals, so a
 		// runaway client cannot flood the journal.
 		lastLog    time.Time
@@ -232,6 +242,7 @@ func New(cfg Config) *Daemon {
 	}
 	d.vouch = d.vouchPeer
 	d.perPeer.n = map[int]int{}
+	d.perPeer.freed = make(chan struct{})
 	d.stopCtx, d.stopLong = context.WithCancel(context.Background())
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.channels.OnDrop(d.logChannelDrop)
@@ -545,7 +556,7 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 		return
 	}
 	live := d.live.Load()
-	release, held, share := d.takePeerSlot(peer.PID, live.MaxConnections)
+	release, held, share := d.takePeerSlot(ctx, peer.PID, live.MaxConnections)
 	if release == nil {
 		if suppressed, ok := d.peerRefusalLog(); ok {
 			log.Warn().Int("held", held).Int("share", share).Str("peer_exe", peer.Exe).Int("suppressed", suppressed).
@@ -609,25 +620,46 @@ func (d *Daemon) peerRefusalLog() (suppressed int, ok bool) {
 }
 
 // takePeerSlot counts a connection of the process pid against its share of
-// limit (limit/peerShare, at least 1). It returns the function that gives
-// the slot back, or nil (with what the process holds and its share) when
-// the process holds its share already.
-func (d *Daemon) takePeerSlot(pid, limit int) (release func(), held, share int) {
+// limit (limit/peerShare, at least 1), waiting up to peerSlotWait for room.
+// It returns the function that gives the slot back, or nil (with what the
+// process holds and its share) when the process still holds its share.
+func (d *Daemon) takePeerSlot(ctx context.Context, pid, limit int) (release func(), held, share int) {
 	share = max(limit/peerShare, 1)
+	var timeout <-chan time.Time
+	for {
+		d.perPeer.Lock()
+		held = d.perPeer.n[pid]
+		if held < share {
+			d.perPeer.n[pid] = held + 1
+			d.perPeer.Unlock()
+			return func() { d.givePeerSlot(pid) }, held, share
+		}
+		freed := d.perPeer.freed
+		d.perPeer.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(peerSlotWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-timeout:
+			return nil, held, share
+		case <-ctx.Done():
+			return nil, held, share
+		}
+	}
+}
+
+// givePeerSlot returns a slot taken by takePeerSlot.
+func (d *Daemon) givePeerSlot(pid int) {
 	d.perPeer.Lock()
 	defer d.perPeer.Unlock()
-	held = d.perPeer.n[pid]
-	if held >= share {
-		return nil, held, share
+	if d.perPeer.n[pid]--; d.perPeer.n[pid] <= 0 {
+		delete(d.perPeer.n, pid)
 	}
-	d.perPeer.n[pid] = held + 1
-	return func() {
-		d.perPeer.Lock()
-		defer d.perPeer.Unlock()
-		if d.perPeer.n[pid]--; d.perPeer.n[pid] <= 0 {
-			delete(d.perPeer.n, pid)
-		}
-	}, held, share
+	close(d.perPeer.freed)
+	d.perPeer.freed = make(chan struct{})
 }
 
 // setLogLevel records the level below which requests are not logged; an
