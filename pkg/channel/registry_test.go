@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -27,6 +28,24 @@ func (l *fakeListener) Notify(method string, params any) error {
 	return nil
 }
 
+// await returns the first n messages once they have arrived.
+func (l *fakeListener) await(t *testing.T, n int) []wire.ChannelMessage {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		got := append([]wire.ChannelMessage(nil), l.got...)
+		l.mu.Unlock()
+		if len(got) >= n {
+			return got[:n]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages arrived in 10s", len(got), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (l *fakeListener) ChannelPeer() wire.ChannelPeer { return wire.ChannelPeer{PID: 1} }
 func (l *fakeListener) String() string                { return l.name }
 
@@ -43,7 +62,9 @@ func TestPushesArriveInOrderAndAcksRelease(t *testing.T) {
 			t.Fatalf("push %d = %+v, %v; want queued as seq %d", i, res, err, i+1)
 		}
 	}
-	for i, m := range l.got {
+	// Delivery is asynchronous (a push answers once queued): wait for it.
+	got := l.await(t, 10)
+	for i, m := range got {
 		if m.Seq != uint64(i+1) || string(m.Message) != fmt.Sprint(i) {
 			t.Errorf("message %d = seq %d %s, want seq %d %d", i, m.Seq, m.Message, i+1, i)
 		}
