@@ -62,6 +62,10 @@ type ServeOptions struct {
 	// KeepAlive, when set, is asked when a connection has been idle for
 	// IdleTimeout: true keeps it open for another IdleTimeout.
 	KeepAlive func() bool
+	// OnNotification, when set, receives the peer's notifications, on the
+	// reading goroutine (as ClientOptions.OnNotification). Nil answers a
+	// notification as a request without an id (malformed_frame).
+	OnNotification func(Notification)
 }
 
 // ErrIdle is what Serve returns for a connection it closed because it was
@@ -104,7 +108,7 @@ func NewServerConn(conn net.Conn, opts ServeOptions) *Conn {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	return newConn(conn, opts, nil)
+	return newConn(conn, opts, opts.OnNotification)
 }
 
 // idleTimer closes a connection that has had nothing to do for the
