@@ -113,7 +113,9 @@ func (c *Conn) write(body []byte) error { return c.w.write(body) }
 // MaxInFlight at once), a response to the call waiting for it, a
 // notification to the notification handler. With a nil h the connection
 // serves nothing: it only calls (NewClient runs it so), and a request from
-// the peer is a message it cannot read, which ends the connection.
+// the peer is a message it cannot read, which ends the connection. Serve
+// runs once per connection, and never on one from NewClient or Dial, whose
+// loop already runs.
 //
 // Each request's context derives from ctx and is cancelled when the
 // connection ends, so a client that hangs up stops its work. Serve returns
@@ -230,7 +232,10 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		}
 		req, derr := DecodeRequest(body)
 		if derr != nil {
-			if c.deliverIfAwaited(body) {
+			if taken, err := c.deliverIfAwaited(body); err != nil {
+				c.opts.Budget.release(held)
+				return err, err
+			} else if taken {
 				c.opts.Budget.release(held)
 				idle.end()
 				continue
@@ -314,27 +319,31 @@ func (c *Conn) deliver(body []byte) error {
 }
 
 // deliverIfAwaited is deliver for a serving end, which reads requests
-// first: a frame that is not a request is taken when it is a response to
-// one of this end's own calls or a notification it listens for; false
-// leaves it to be answered as a bad request.
-func (c *Conn) deliverIfAwaited(body []byte) bool {
-	c.mu.Lock()
-	calling := len(c.pending) > 0
-	c.mu.Unlock()
-	if !calling && c.onNote == nil {
-		return false
+// first. A frame that is not a request is taken when it is a response to
+// one of this end's own calls or a notification it listens for; an error
+// answer with id 0 to an end that has called ends the connection, as on a
+// calling end. Otherwise (false, nil) leaves the frame to be answered as a
+// bad request, as it is on an end that never calls.
+func (c *Conn) deliverIfAwaited(body []byte) (taken bool, end error) {
+	if c.nextID.Load() == 0 && c.onNote == nil {
+		return false, nil
 	}
 	in, err := DecodeIncoming(body)
 	switch {
 	case err != nil:
-		return false
-	case in.Notification != nil && c.onNote != nil:
+		return false, nil
+	case in.Notification != nil:
+		if c.onNote == nil {
+			return false, nil
+		}
 		c.onNote(*in.Notification)
-		return true
-	case in.Response != nil:
-		return c.resolve(in.Response)
+		return true, nil
+	case c.resolve(in.Response):
+		return true, nil
+	case in.Response.ID == 0 && in.Response.Error != nil && c.nextID.Load() > 0:
+		return true, in.Response.Error
 	}
-	return false
+	return false, nil
 }
 
 // resolve gives resp to the call waiting for it; false when none is.

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -91,5 +92,61 @@ func TestServingEndRefusesUnawaitedResponses(t *testing.T) {
 	in, err := DecodeIncoming(body)
 	if err != nil || in.Response == nil || in.Response.ID != 7 || in.Response.Error == nil || in.Response.Error.Code != CodeMalformedFrame {
 		t.Errorf("answer to a stray response = %s (%v), want malformed_frame for id 7", body, err)
+	}
+}
+
+// TestServingEndCallsLongAfterAWrite: a call from a serving end is bounded
+// by the write timeout from its own start, not by the deadline an earlier
+// write left behind.
+func TestServingEndCallsLongAfterAWrite(t *testing.T) {
+	t.Parallel()
+	pair, err := socketpair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const timeout = 500 * time.Millisecond
+	a := NewServerConn(pair[0], ServeOptions{WriteTimeout: timeout})
+	b := NewServerConn(pair[1], ServeOptions{OnNotification: func(Notification) {}})
+	go a.Serve(ctx, echo)
+	go b.Serve(ctx, echo)
+	if err := a.Notify("x.note", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * timeout) // the deadline that write set has passed
+	if err := a.Call(context.Background(), "x.echo", nil, nil); err != nil {
+		t.Errorf("a call %s after a write: %v, want success", 3*timeout, err)
+	}
+}
+
+// TestServingEndThatCallsHearsAGoodbye: an error answer with id 0 ends a
+// serving end that has called, as it ends a calling end, and its calls
+// return that error.
+func TestServingEndThatCallsHearsAGoodbye(t *testing.T) {
+	t.Parallel()
+	pair, err := socketpair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pair[1].Close()
+	a := NewServerConn(pair[0], ServeOptions{})
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(context.Background(), echo) }()
+	res := make(chan error, 1)
+	go func() { res <- a.Call(context.Background(), "x.ping", nil, nil) }()
+	if _, err := ReadFrame(pair[1]); err != nil {
+		t.Fatal(err)
+	}
+	bye, _ := AppendResponse(nil, 0, nil, Errorf("shutting_down", "stopping"))
+	if err := WriteFrame(pair[1], bye); err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if err := <-res; !errors.As(err, &e) || e.Code != "shutting_down" {
+		t.Errorf("the call = %v, want the shutting_down goodbye", err)
+	}
+	if err := <-done; !errors.As(err, &e) || e.Code != "shutting_down" {
+		t.Errorf("Serve = %v, want the shutting_down goodbye", err)
 	}
 }
