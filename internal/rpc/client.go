@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -28,7 +26,7 @@ func (e *DialError) Error() string {
 
 func (e *DialError) Unwrap() error { return e.Err }
 
-// ClientOptions tune a Client.
+// ClientOptions tune the calling end made by NewClient and Dial.
 type ClientOptions struct {
 	// OnNotification receives every notification, in arrival order, on the
 	// client's reading goroutine. It must not block for long and must not
@@ -37,26 +35,10 @@ type ClientOptions struct {
 	OnNotification func(Notification)
 }
 
-// Client is the calling end of a connection: to agentd (pkg/wire wraps it)
-// or to a session worker (pkg/session).
-// Many calls may be in flight at once; responses are matched by id. A
-// Client is safe for concurrent use.
-type Client struct {
-	conn   net.Conn
-	opts   ClientOptions
-	nextID atomic.Uint64
-
-	w frameWriter
-
-	mu      sync.Mutex
-	pending map[uint64]chan *Response
-	err     error // why the connection ended; set once
-	done    chan struct{}
-}
-
-// Dial connects to the socket at path. A missing socket or refused
-// connection is a *DialError.
-func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error) {
+// Dial connects to the socket at path and returns the calling end of the
+// connection (NewClient). A missing socket or refused connection is a
+// *DialError.
+func Dial(ctx context.Context, path string, opts ClientOptions) (*Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil && ctx.Err() != nil {
@@ -72,78 +54,14 @@ func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error)
 	return NewClient(conn, opts), nil
 }
 
-// NewClient runs the client protocol over an established connection and
-// takes ownership of it.
-func NewClient(conn net.Conn, opts ClientOptions) *Client {
-	c := &Client{conn: conn, opts: opts, w: frameWriter{conn: conn}, pending: map[uint64]chan *Response{}, done: make(chan struct{})}
-	go c.readLoop()
+// NewClient runs the calling end of a connection over an established
+// connection and takes ownership of it: its reading loop (Serve with no
+// handler) starts at once and ends with the connection.
+func NewClient(conn net.Conn, opts ClientOptions) *Conn {
+	c := newConn(conn, ServeOptions{}, opts.OnNotification)
+	c.ownLoop = true
+	go c.Serve(context.Background(), nil)
 	return c
-}
-
-// Close ends the connection; calls in flight return ErrClosed.
-func (c *Client) Close() error {
-	err := c.conn.Close()
-	<-c.done
-	return err
-}
-
-// Done is closed when the connection has ended; Err then says why.
-func (c *Client) Done() <-chan struct{} { return c.done }
-
-// Err returns why the connection ended, or nil while it is up.
-func (c *Client) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-func (c *Client) readLoop() {
-	fr := NewFrameReader(c.conn)
-	var err error
-	for {
-		var body []byte
-		body, err = fr.ReadFrame()
-		if err != nil {
-			break
-		}
-		in, derr := DecodeIncoming(body)
-		if derr != nil {
-			err = fmt.Errorf("the peer sent a message this client cannot read: %w", derr)
-			break
-		}
-		if n := in.Notification; n != nil {
-			if c.opts.OnNotification != nil {
-				c.opts.OnNotification(*n)
-			}
-			continue
-		}
-		c.mu.Lock()
-		ch := c.pending[in.Response.ID]
-		delete(c.pending, in.Response.ID)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- in.Response
-		} else if in.Response.ID == 0 && in.Response.Error != nil {
-			// The daemon could not read a frame of ours well enough to
-			// answer it; it closes the connection next.
-			err = in.Response.Error
-			break
-		}
-	}
-	c.conn.Close()
-	c.mu.Lock()
-	if errors.Is(err, net.ErrClosed) || err == nil {
-		err = ErrClosed
-	} else if !errors.As(err, new(*Error)) {
-		err = fmt.Errorf("%w: %v", ErrClosed, err)
-	}
-	c.err = err
-	for id, ch := range c.pending {
-		close(ch)
-		delete(c.pending, id)
-	}
-	c.mu.Unlock()
-	close(c.done)
 }
 
 // Call sends method with params (marshalled to a JSON object; nil sends
@@ -151,7 +69,7 @@ func (c *Client) readLoop() {
 // result is non-nil. An error response is returned as *Error, so
 // errors.Is(err, wire.ErrAgentNotFound) works. When ctx ends first, Call returns
 // ctx.Err() and the response, if it comes, is discarded.
-func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := c.CallRaw(ctx, method, params)
 	if err != nil {
 		return err
@@ -165,7 +83,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 }
 
 // CallRaw is Call returning the undecoded result.
-func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (c *Conn) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
 	body, err := marshalRequest(id, method, params)
 	if err != nil {
@@ -204,7 +122,7 @@ func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.R
 // it closed: a daemon that turns a connection away (busy, permission
 // denied) answers first and closes, and that answer, which the reader is
 // about to record, says more than a broken pipe.
-func (c *Client) peerReason(ctx context.Context, sendErr error) error {
+func (c *Conn) peerReason(ctx context.Context, sendErr error) error {
 	if !errors.Is(sendErr, ErrClosed) {
 		return sendErr
 	}
@@ -225,7 +143,7 @@ func (c *Client) peerReason(ctx context.Context, sendErr error) error {
 // peer has closed, so the reader sees the end of the stream at once.
 const peerReasonWait = 2 * time.Second
 
-func (c *Client) forget(id uint64) {
+func (c *Conn) forget(id uint64) {
 	c.mu.Lock()
 	delete(c.pending, id)
 	c.mu.Unlock()
@@ -247,7 +165,7 @@ func marshalRequest(id uint64, method string, p any) ([]byte, error) {
 // send writes one request. A daemon that stops reading blocks the write;
 // ctx ends the wait, and since a frame cut short leaves the stream unusable,
 // the connection is closed then.
-func (c *Client) send(ctx context.Context, method string, body []byte) error {
+func (c *Conn) send(ctx context.Context, method string, body []byte) error {
 	err := c.w.writeCtx(ctx, body)
 	var fe *FrameError
 	switch {

@@ -19,7 +19,7 @@ import (
 // write to the connection themselves.
 type Handler func(ctx context.Context, req *Request) (any, error)
 
-// ServeOptions tune a ServerConn.
+// ServeOptions tune the serving end made by NewServerConn.
 type ServeOptions struct {
 	// ReadTimeout bounds how long a frame may take to arrive once its first
 	// byte has: a peer that sends part of a frame and stalls is dropped.
@@ -62,6 +62,10 @@ type ServeOptions struct {
 	// KeepAlive, when set, is asked when a connection has been idle for
 	// IdleTimeout: true keeps it open for another IdleTimeout.
 	KeepAlive func() bool
+	// OnNotification, when set, receives the peer's notifications, on the
+	// reading goroutine (as ClientOptions.OnNotification). Nil answers a
+	// notification as a request without an id (malformed_frame).
+	OnNotification func(Notification)
 }
 
 // ErrIdle is what Serve returns for a connection it closed because it was
@@ -92,19 +96,9 @@ const (
 	DefaultMaxInFlight = 256
 )
 
-// ServerConn serves requests arriving on one connection and can send
-// notifications on it. It is safe for concurrent use.
-type ServerConn struct {
-	conn net.Conn
-	opts ServeOptions
-
-	// w writes the frames; it refuses them once the connection is
-	// upgraded to a raw stream, where they would corrupt it.
-	w frameWriter
-}
-
-// NewServerConn wraps conn; Serve runs it.
-func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
+// NewServerConn wraps conn as the serving end of a connection, with the
+// bounds of opts (defaults for the zero values); Serve runs it.
+func NewServerConn(conn net.Conn, opts ServeOptions) *Conn {
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
 	}
@@ -114,158 +108,7 @@ func NewServerConn(conn net.Conn, opts ServeOptions) *ServerConn {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	return &ServerConn{conn: conn, opts: opts, w: frameWriter{conn: conn, timeout: opts.WriteTimeout}}
-}
-
-// Conn returns the underlying connection.
-func (s *ServerConn) Conn() net.Conn { return s.conn }
-
-// Serve reads requests and answers each on its own goroutine until the peer
-// hangs up, a frame is broken, ctx ends, or the connection is idle for the
-// IdleTimeout. Each request's context derives from ctx and is cancelled
-// when the connection ends, so a client that hangs up stops its work. Serve
-// returns after every handler has returned; it returns nil on a clean close
-// by the peer or when ctx ends, ErrIdle for an idle connection, else why
-// the connection ended. It closes the connection.
-//
-// When ctx ends with a cause (context.WithCancelCause) that is an *Error,
-// that error is sent to the peer as a response with id 0 once the handlers
-// have answered, just before the connection closes: the peer learns why
-// (agentd sends shutting_down when it stops).
-func (s *ServerConn) Serve(ctx context.Context, h Handler) error {
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	upgraded := false
-	defer func() {
-		// Handlers see their contexts end, finish and write their answers
-		// (a request that completes as the daemon stops still gets its
-		// response); only then does the connection close.
-		cancel()
-		wg.Wait()
-		var why *Error
-		if !upgraded && errors.As(context.Cause(parent), &why) {
-			if body, err := AppendResponse(nil, 0, nil, why); err == nil {
-				s.w.writeWithin(body, goodbyeTimeout)
-			}
-		}
-		s.conn.Close()
-	}()
-	// Cancellation interrupts a blocked read with a past deadline. The loop
-	// also sets deadlines, so both go through one setter that keeps the
-	// past deadline once ctx has ended; otherwise a cancel landing between
-	// frames would be undone and Serve would wait for the peer.
-	var dmu sync.Mutex
-	setReadDeadline := func(t time.Time) {
-		dmu.Lock()
-		defer dmu.Unlock()
-		if ctx.Err() != nil {
-			t = time.Unix(1, 0)
-		}
-		s.conn.SetReadDeadline(t)
-	}
-	stop := context.AfterFunc(ctx, func() { setReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	idle := s.newIdleTimer(func() { setReadDeadline(time.Unix(1, 0)) })
-	defer idle.stop()
-
-	slots := make(chan struct{}, s.opts.MaxInFlight)
-	work := make(chan func()) // unbuffered: a send succeeds only to an idle handler
-	fr := NewFrameReader(s.conn)
-	armed := false // a read deadline is set
-	for {
-		// Wait for a frame to begin without a deadline: idle is fine.
-		if armed {
-			setReadDeadline(time.Time{})
-			armed = false
-		}
-		if err := fr.waitStart(); err != nil {
-			if idle.fired() {
-				return ErrIdle
-			}
-			return s.ended(ctx, err)
-		}
-		// A frame has begun: the connection is not idle until it is
-		// answered (or refused).
-		if !idle.begin() {
-			return ErrIdle
-		}
-		// A frame that arrived whole with its first bytes (the usual
-		// case) cannot stall; only one still arriving gets a deadline.
-		// Each deadline costs two timer updates in the runtime.
-		if !fr.buffered() {
-			setReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-			armed = true
-		}
-		body, held, err := s.readFrame(ctx, fr)
-		if err == errRefused {
-			idle.end()
-			continue
-		}
-		if err != nil {
-			var fe *FrameError
-			if errors.As(err, &fe) {
-				s.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()))
-			} else if isTimeout(err) && ctx.Err() == nil {
-				s.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", s.opts.ReadTimeout))
-			}
-			return s.ended(ctx, err)
-		}
-		req, derr := DecodeRequest(body)
-		if derr != nil {
-			s.opts.Budget.release(held)
-			var id uint64
-			if req != nil {
-				id = req.ID
-			}
-			s.reply(id, nil, derr.(*Error))
-			if s.opts.OnRequestDone != nil {
-				s.opts.OnRequestDone(orEmpty(req), 0, derr.(*Error))
-			}
-			idle.end()
-			continue
-		}
-		if s.opts.MayUpgrade != nil && s.opts.MayUpgrade(req.Method) {
-			s.opts.Budget.release(held)
-			if up := s.handleUpgrade(ctx, h, req); up != nil {
-				idle.stop() // the stream owns the connection now
-				wg.Wait()
-				s.w.stop()
-				upgraded = true
-				setReadDeadline(time.Time{})
-				return up.Stream(ctx, streamRW{r: fr.r, w: s.conn})
-			}
-			idle.end()
-			continue
-		}
-		if s.opts.Inline != nil && s.opts.Inline(req.Method) {
-			s.handle(ctx, h, req, held)
-			idle.end()
-			continue
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			s.opts.Budget.release(held)
-			return s.ended(ctx, ctx.Err())
-		}
-		if ctx.Err() != nil {
-			s.opts.Budget.release(held)
-			return nil
-		}
-		wg.Add(1)
-		job := func() {
-			defer func() { idle.end(); <-slots; wg.Done() }()
-			s.handle(ctx, h, req, held)
-		}
-		// Hand the request to an idle handler goroutine if there is one:
-		// a fresh goroutine would grow its stack again for every request.
-		select {
-		case work <- job:
-		default:
-			go handlerLoop(ctx, work, job)
-		}
-	}
+	return newConn(conn, opts, opts.OnNotification)
 }
 
 // idleTimer closes a connection that has had nothing to do for the
@@ -284,11 +127,11 @@ type idleTimer struct {
 	expired bool
 }
 
-func (s *ServerConn) newIdleTimer(close func()) *idleTimer {
-	if s.opts.IdleTimeout <= 0 {
+func (c *Conn) newIdleTimer(close func()) *idleTimer {
+	if c.opts.IdleTimeout <= 0 {
 		return nil
 	}
-	it := &idleTimer{timeout: s.opts.IdleTimeout, keepAlive: s.opts.KeepAlive, close: close}
+	it := &idleTimer{timeout: c.opts.IdleTimeout, keepAlive: c.opts.KeepAlive, close: close}
 	// Under the lock: fire reads t, and may run before AfterFunc returns.
 	it.mu.Lock()
 	it.t = time.AfterFunc(it.timeout, it.fire)
@@ -401,7 +244,7 @@ func orEmpty(r *Request) *Request {
 	return r
 }
 
-func (s *ServerConn) ended(ctx context.Context, err error) error {
+func (c *Conn) ended(ctx context.Context, err error) error {
 	if err == io.EOF || errors.Is(err, net.ErrClosed) || (ctx.Err() != nil && isTimeout(err)) {
 		return nil
 	}
@@ -432,30 +275,30 @@ const idPrefix = 256
 // readFrame reads the next frame, taking a large one's size from the
 // budget first (held says how much). A frame that finds no room is read
 // and dropped and answered busy under its id; errRefused says so.
-func (s *ServerConn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held int64, err error) {
+func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held int64, err error) {
 	size, err := fr.header()
 	if err != nil {
 		return nil, 0, err
 	}
-	if !s.opts.Budget.acquire(ctx, int64(size), budgetWait) {
+	if !c.opts.Budget.acquire(ctx, int64(size), budgetWait) {
 		prefix, err := fr.skip(size, idPrefix)
 		if err != nil {
 			return nil, 0, err
 		}
 		id := leadingID(prefix)
-		e := s.opts.Budget.busyError("a request", int(size))
-		s.reply(id, nil, e)
-		if s.opts.OnRequestDone != nil {
-			s.opts.OnRequestDone(&Request{ID: id}, 0, e)
+		e := c.opts.Budget.busyError("a request", int(size))
+		c.reply(id, nil, e)
+		if c.opts.OnRequestDone != nil {
+			c.opts.OnRequestDone(&Request{ID: id}, 0, e)
 		}
 		return nil, 0, errRefused
 	}
-	if size > SmallFrame && s.opts.Budget != nil {
+	if size > SmallFrame && c.opts.Budget != nil {
 		held = int64(size)
 	}
 	body, err = fr.body(size)
 	if err != nil {
-		s.opts.Budget.release(held)
+		c.opts.Budget.release(held)
 		return nil, 0, err
 	}
 	return body, held, nil
@@ -481,9 +324,9 @@ func leadingID(prefix []byte) uint64 {
 
 // handleUpgrade runs a request that may upgrade the connection and answers
 // it; it returns the upgrade when the handler asked for one.
-func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgrade {
+func (c *Conn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgrade {
 	start := time.Now()
-	result, err := s.call(ctx, h, req)
+	result, err := c.call(ctx, h, req)
 	up, _ := result.(*Upgrade)
 	if up != nil {
 		result = up.Result
@@ -494,12 +337,12 @@ func (s *ServerConn) handleUpgrade(ctx context.Context, h Handler, req *Request)
 		raw, err = marshalResult(result)
 	}
 	if err != nil {
-		werr = s.toWire(err)
+		werr = c.toWire(err)
 		up = nil
 	}
-	s.reply(req.ID, raw, werr)
-	if s.opts.OnRequestDone != nil {
-		s.opts.OnRequestDone(req, time.Since(start), werr)
+	c.reply(req.ID, raw, werr)
+	if c.opts.OnRequestDone != nil {
+		c.opts.OnRequestDone(req, time.Since(start), werr)
 	}
 	return up
 }
@@ -514,16 +357,16 @@ type JSONAppender interface {
 
 // handle runs a request and answers it; held is what its frame took from
 // the budget, returned once the handler is done with the params.
-func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request, held int64) {
+func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held int64) {
 	start := time.Now()
-	result, err := s.call(ctx, h, req)
-	s.opts.Budget.release(held)
+	result, err := c.call(ctx, h, req)
+	c.opts.Budget.release(held)
 	var werr *Error
 	var raw json.RawMessage
 	if app, ok := result.(JSONAppender); ok && err == nil {
-		s.replyAppended(req.ID, app)
-		if s.opts.OnRequestDone != nil {
-			s.opts.OnRequestDone(req, time.Since(start), nil)
+		c.replyAppended(req.ID, app)
+		if c.opts.OnRequestDone != nil {
+			c.opts.OnRequestDone(req, time.Since(start), nil)
 		}
 		return
 	}
@@ -531,19 +374,19 @@ func (s *ServerConn) handle(ctx context.Context, h Handler, req *Request, held i
 		raw, err = marshalResult(result)
 	}
 	if err != nil {
-		werr = s.toWire(err)
+		werr = c.toWire(err)
 	}
-	s.reply(req.ID, raw, werr)
-	if s.opts.OnRequestDone != nil {
-		s.opts.OnRequestDone(req, time.Since(start), werr)
+	c.reply(req.ID, raw, werr)
+	if c.opts.OnRequestDone != nil {
+		c.opts.OnRequestDone(req, time.Since(start), werr)
 	}
 }
 
-func (s *ServerConn) call(ctx context.Context, h Handler, req *Request) (result any, err error) {
+func (c *Conn) call(ctx context.Context, h Handler, req *Request) (result any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			if s.opts.OnPanic != nil {
-				s.opts.OnPanic(req, v, debug.Stack())
+			if c.opts.OnPanic != nil {
+				c.opts.OnPanic(req, v, debug.Stack())
 			}
 			err = Errorf(CodeInternal, "internal error while handling %s; the daemon is still running, see its log", req.Method)
 		}
@@ -565,9 +408,9 @@ func marshalResult(v any) (json.RawMessage, error) {
 	return b, nil
 }
 
-func (s *ServerConn) toWire(err error) *Error {
-	if s.opts.ToError != nil {
-		if e := s.opts.ToError(err); e != nil {
+func (c *Conn) toWire(err error) *Error {
+	if c.opts.ToError != nil {
+		if e := c.opts.ToError(err); e != nil {
 			return e
 		}
 	}
@@ -588,7 +431,7 @@ const maxPooledReply = 64 << 10
 
 // reply writes a response; a result too large for a frame becomes an error
 // response instead, so the caller always hears back.
-func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
+func (c *Conn) reply(id uint64, result json.RawMessage, e *Error) {
 	bp := replyBufs.Get().(*[]byte)
 	body, err := AppendResponse((*bp)[:0], id, result, e)
 	if err == nil && len(body) > MaxFrameSize {
@@ -598,7 +441,7 @@ func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
 	if err != nil {
 		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
 	}
-	body = s.writeBudgeted(id, body)
+	body = c.writeBudgeted(id, body)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
@@ -607,7 +450,7 @@ func (s *ServerConn) reply(id uint64, result json.RawMessage, e *Error) {
 
 // replyAppended writes a success whose result app appends itself; like
 // reply, an answer too large for a frame becomes an error response.
-func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
+func (c *Conn) replyAppended(id uint64, app JSONAppender) {
 	bp := replyBufs.Get().(*[]byte)
 	body := append((*bp)[:0], `{"id":`...)
 	body = strconv.AppendUint(body, id, 10)
@@ -617,7 +460,7 @@ func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
 		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
 			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
 	}
-	body = s.writeBudgeted(id, body)
+	body = c.writeBudgeted(id, body)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
@@ -627,39 +470,18 @@ func (s *ServerConn) replyAppended(id uint64, app JSONAppender) {
 // writeBudgeted writes a response, holding a large one's size in the budget
 // while it is written (a slow reader keeps it in memory that long); one
 // that finds no room is answered busy instead. It returns the buffer used.
-func (s *ServerConn) writeBudgeted(id uint64, body []byte) []byte {
+func (c *Conn) writeBudgeted(id uint64, body []byte) []byte {
 	n := int64(len(body))
-	if s.opts.Budget == nil || n <= SmallFrame {
-		s.write(body)
+	if c.opts.Budget == nil || n <= SmallFrame {
+		c.write(body)
 		return body
 	}
-	if !s.opts.Budget.acquire(context.Background(), n, budgetWait) {
-		body, _ = AppendResponse(body[:0], id, nil, s.opts.Budget.busyError("an answer", int(n)))
-		s.write(body)
+	if !c.opts.Budget.acquire(context.Background(), n, budgetWait) {
+		body, _ = AppendResponse(body[:0], id, nil, c.opts.Budget.busyError("an answer", int(n)))
+		c.write(body)
 		return body
 	}
-	s.write(body)
-	s.opts.Budget.release(n)
+	c.write(body)
+	c.opts.Budget.release(n)
 	return body
 }
-
-// Notify sends a notification to the peer. It blocks while the peer is slow
-// to read, up to the write timeout, and returns the write's error.
-func (s *ServerConn) Notify(method string, params any) error {
-	p, err := marshalResult(params)
-	if err != nil {
-		return err
-	}
-	body, err := json.Marshal(Notification{Method: method, Params: p})
-	if err != nil {
-		return err
-	}
-	return s.write(body)
-}
-
-func (s *ServerConn) write(body []byte) error { return s.w.write(body) }
-
-// WriteFailure returns the error of the write that closed the connection,
-// or nil. A timeout (net.Error's Timeout) means the peer stopped reading
-// for the WriteTimeout and was dropped.
-func (s *ServerConn) WriteFailure() error { return s.w.failure() }

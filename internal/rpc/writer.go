@@ -42,18 +42,25 @@ func (w *frameWriter) write(body []byte) error {
 	if err := w.frameLocked(body); err != nil {
 		return err
 	}
+	w.armLocked()
+	_, err := w.conn.Write(w.buf)
+	return w.doneLocked(err)
+}
+
+// armLocked keeps the writer's timeout, if it has one, ahead of a write.
+func (w *frameWriter) armLocked() {
 	if w.timeout > 0 {
 		if now := time.Now(); now.Sub(w.dlSet) > w.timeout/16 {
 			w.conn.SetWriteDeadline(now.Add(w.timeout))
 			w.dlSet = now
 		}
 	}
-	_, err := w.conn.Write(w.buf)
-	return w.doneLocked(err)
 }
 
-// writeCtx writes body as one frame; when ctx ends during the write, the
-// write is cut short (a past deadline) and the connection closed. It
+// writeCtx writes body as one frame, bounded by the writer's timeout, if
+// it has one (a call from a serving end), and by ctx: when ctx ends during
+// the write, the write is cut short (a past deadline) and the connection
+// closed. It
 // returns the frame's error, or the write's; the caller tells them apart
 // by ctx.Err().
 func (w *frameWriter) writeCtx(ctx context.Context, body []byte) error {
@@ -62,6 +69,7 @@ func (w *frameWriter) writeCtx(ctx context.Context, body []byte) error {
 	if err := w.frameLocked(body); err != nil {
 		return err
 	}
+	w.armLocked()
 	var dmu sync.Mutex
 	writing := true
 	stop := context.AfterFunc(ctx, func() {

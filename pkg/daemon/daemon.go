@@ -335,7 +335,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	n := newNotifier()
 	// Connections end with a cause: at stop each is told shutting_down
-	// (rpc.ServerConn.Serve sends it) before it closes.
+	// (rpc.Conn.Serve sends it) before it closes.
 	connCtx, cancelConns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelConns(errShuttingDown)
 	defer d.stopLong()
@@ -780,7 +780,7 @@ func (d *Daemon) logChannelDrop(info channel.DropInfo) {
 type Conn struct {
 	ID   uint64
 	Peer Peer
-	sc   *rpc.ServerConn
+	sc   *rpc.Conn
 	log  zerolog.Logger
 
 	mu       sync.Mutex

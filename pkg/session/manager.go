@@ -97,7 +97,7 @@ type Manager struct {
 // handle is the Manager's connection to one live worker.
 type handle struct {
 	name        string
-	client      *rpc.Client
+	client      *rpc.Conn
 	workerPID   int
 	workerStart uint64
 	programPID  int

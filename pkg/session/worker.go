@@ -623,7 +623,7 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	// OnRequestDone follows), so the worker never closes a connection
 	// between an answer and its delivery.
 	var counted sync.Map
-	var sc *rpc.ServerConn
+	var sc *rpc.Conn
 	sc = rpc.NewServerConn(c, rpc.ServeOptions{
 		ToError:    encodeError,
 		MayUpgrade: func(method string) bool { return method == mAttachStream },
@@ -658,7 +658,7 @@ func decodeParams(req *rpc.Request, v any) error {
 	return nil
 }
 
-func (w *worker) handle(ctx context.Context, sc *rpc.ServerConn, req *rpc.Request) (any, error) {
+func (w *worker) handle(ctx context.Context, sc *rpc.Conn, req *rpc.Request) (any, error) {
 	switch req.Method {
 	case mHello, mStatus:
 		return w.liveStatus(), nil
@@ -929,7 +929,7 @@ func (w *worker) streamTerminal(ctx context.Context, rw io.ReadWriter) error {
 // attach streams the screen, then every output, to the connection as
 // notifications until the session ends or the connection does: the
 // mAttach of workers before mAttachStream, kept for their Managers.
-func (w *worker) attach(ctx context.Context, sc *rpc.ServerConn) error {
+func (w *worker) attach(ctx context.Context, sc *rpc.Conn) error {
 	return w.pumpOutput(ctx, func(b []byte) error { return sc.Notify(nOutput, outputNote{Data: b}) })
 }
 

@@ -37,7 +37,7 @@ type ClientOptions = rpc.ClientOptions
 // connection itself (framing, ids, deadlines) is the engine in internal/rpc;
 // this type adds the typed methods of the contract.
 type Client struct {
-	c *rpc.Client
+	c *rpc.Conn
 }
 
 // Dial connects to the socket at path. A missing socket or refused
