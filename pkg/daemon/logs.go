@@ -65,7 +65,10 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 		out.plain = session.NewPlainText(info.Cols, info.Rows)
 		defer out.plain.Close()
 	}
-	req.CaughtUp = func() error { return out.caughtUp(p.Follow) }
+	// Caught up with the log: a page or stream ends here (the screen as it
+	// stands is the rest of the text); a follow hands out the lines the
+	// program is done with.
+	req.CaughtUp = func() error { return out.flushPlain(p.Follow) }
 	err = d.sessions.Logs(ctx, req, out.event)
 	switch {
 	case errors.Is(err, errPageFull):
@@ -174,13 +177,8 @@ func (o *logOutput) sendPending() error {
 	return nil
 }
 
-// caughtUp is called when the read has delivered all the log holds: a page
-// or stream ends here (the screen as it stands is the rest of the text),
-// and a follow hands out the lines the program is done with.
-func (o *logOutput) caughtUp(follow bool) error {
-	return o.flushPlain(follow)
-}
-
+// flushPlain hands out the rendered text not yet sent: with follow the
+// lines the cursor has left, else the rest of the screen.
 func (o *logOutput) flushPlain(follow bool) error {
 	if o.plain == nil {
 		return nil

@@ -52,7 +52,13 @@ type scrollCapture struct {
 func (c *scrollCapture) push(l string) {
 	c.lines = append(c.lines, l)
 	c.bytes += len(l) + 1
-	for c.bytes > maxCaptureBytes && c.off < len(c.lines) {
+	c.dropWhile(func() bool { return c.bytes > maxCaptureBytes })
+}
+
+// dropWhile drops the oldest kept line while more holds, and compacts the
+// slice once most of it is dropped.
+func (c *scrollCapture) dropWhile(more func() bool) {
+	for c.off < len(c.lines) && more() {
 		c.bytes -= len(c.lines[c.off]) + 1
 		c.lines[c.off] = ""
 		c.off++
@@ -211,14 +217,5 @@ func (r *plainRenderer) write(p []byte) {
 // forget drops the kept lines above absolute row upTo: a reader has taken
 // them.
 func (c *scrollCapture) forget(upTo int) {
-	for c.dropped < upTo && c.off < len(c.lines) {
-		c.bytes -= len(c.lines[c.off]) + 1
-		c.lines[c.off] = ""
-		c.off++
-		c.dropped++
-	}
-	if c.off > 4096 && c.off > len(c.lines)/2 {
-		c.lines = append(c.lines[:0], c.lines[c.off:]...)
-		c.off = 0
-	}
+	c.dropWhile(func() bool { return c.dropped < upTo })
 }
