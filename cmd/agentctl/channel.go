@@ -112,7 +112,7 @@ func channelPushVerb() verb {
 
 func channelListVerb() verb {
 	return verb{
-		use: "list", summary: "list the channels, their listeners and queues",
+		use: "list", summary: "list the channels, their listeners and queues", quick: true,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
 			if err != nil {

@@ -13,12 +13,13 @@ import (
 func main() {
 	// The signal is the context's cause, so run can exit 128+signal (130
 	// for Ctrl-C) after closing the connection, which cancels the call in
-	// the daemon.
+	// the daemon. Only verbs that can take long catch signals (verb.quick).
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() { cancel(interrupted{(<-sigs).(syscall.Signal)}) }()
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	signal.Stop(sigs)
-	os.Exit(code)
+	catch := func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		go func() { cancel(interrupted{(<-sigs).(syscall.Signal)}) }()
+	}
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, catchSignals: catch}
+	os.Exit(runEnv(ctx, e, os.Args[1:]))
 }

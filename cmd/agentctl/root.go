@@ -43,6 +43,14 @@ type verb struct {
 	// operation's deadline: the client waits a little longer, so the
 	// daemon's timeout answer, with what it saw, arrives first.
 	serverTimeout bool
+	// quick marks verbs that answer at once (one short request, nothing
+	// waited for). They run without a signal handler: installing one
+	// (os/signal starts a goroutine locked to a thread of its own) costs
+	// about 0.3 ms, a quarter of a hello-world binary's whole run, and
+	// agentctl runs once per shell command. Ctrl-C then ends them the
+	// default way, which a shell reports as status 130 too, and the kernel
+	// closes the connection, so the daemon cancels the call all the same.
+	quick bool
 	// complete says what the first positional argument names, for the
 	// shell's completion from the daemon.
 	complete completeKind
@@ -218,6 +226,9 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 	}
 	c.RunE = func(c *cobra.Command, args []string) error {
 		e.ran, e.command, e.verb, e.cmd = true, commandName(c), &v, c
+		if !v.quick && e.catchSignals != nil {
+			e.catchSignals()
+		}
 		ctx := c.Context()
 		if e.timeout > 0 {
 			limit := e.timeout

@@ -29,6 +29,11 @@ type env struct {
 
 	client *wire.Client
 
+	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
+	// context (interrupted) from then on; nil in tests that run agentctl
+	// in-process. See verb.quick for why it is not done at start.
+	catchSignals func()
+
 	// outMu keeps the lines of a stream whole: notifications are printed
 	// from the connection's reader while the verb may print too.
 	outMu sync.Mutex
@@ -81,7 +86,11 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // run is agentctl: it parses args, runs one verb and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// runEnv is run with e's stdio and signal catcher.
+func runEnv(ctx context.Context, e *env, args []string) int {
 	root := newRoot(e, args)
 	root.SetArgs(args)
 	found, err := root.ExecuteContextC(ctx)

@@ -141,7 +141,7 @@ func listVerb() verb {
 	var status string
 	var quiet bool
 	return verb{
-		use: "list [-q] [--status STATUS[,STATUS]]", summary: "list sessions",
+		use: "list [-q] [--status STATUS[,STATUS]]", summary: "list sessions", quick: true,
 		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
 			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
 			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
@@ -272,7 +272,7 @@ func outputWidth(w io.Writer) int {
 
 func statusVerb() verb {
 	return verb{
-		use: "status NAME", summary: "everything about one session",
+		use: "status NAME", summary: "everything about one session", quick: true,
 		args: exactArgs(1), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
@@ -371,7 +371,7 @@ func rmVerb() verb {
 
 func reconcileVerb() verb {
 	return verb{
-		use: "reconcile", summary: "re-attach to live session workers and mark dead ones failed",
+		use: "reconcile", summary: "re-attach to live session workers and mark dead ones failed", quick: true,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
 			if err != nil {
@@ -434,7 +434,7 @@ func sendVerb() verb {
 
 func snapshotVerb() verb {
 	return verb{
-		use: "snapshot NAME", summary: "print a session's screen as a person sees it",
+		use: "snapshot NAME", summary: "print a session's screen as a person sees it", quick: true,
 		args: exactArgs(1), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
@@ -563,7 +563,7 @@ func waitWhat(p wire.WaitParams) string {
 
 func resizeVerb() verb {
 	return verb{
-		use: "resize NAME COLSxROWS", summary: "change a session's terminal size",
+		use: "resize NAME COLSxROWS", summary: "change a session's terminal size", quick: true,
 		args: exactArgs(2), complete: completeSession,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p := wire.ResizeParams{Name: args[0]}

@@ -143,3 +143,39 @@ func TestDaemonGoneMidCallExits69(t *testing.T) {
 		}
 	}
 }
+
+// TestSigintDuringQuickVerbEndsItTheDefaultWay: a quick verb installs no
+// handler (verb.quick), so Ctrl-C ends it as it would end any program,
+// and the daemon still sees the call cancelled.
+func TestSigintDuringQuickVerbEndsItTheDefaultWay(t *testing.T) {
+	t.Parallel()
+	listed := make(chan struct{})
+	cancelled := make(chan struct{})
+	sock := fakeDaemon(t, func(ctx context.Context, _ *rpc.ServerConn, req *wire.Request) (any, error) {
+		close(listed)
+		<-ctx.Done() // a daemon that does not answer
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	cmd := exec.Command(agentctlBinary(t), "--socket", sock, "list")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-listed:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the list never reached the daemon")
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("agentctl list after SIGINT: %v, want ended by SIGINT (a shell's 130)", cmd.ProcessState)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("the daemon's list was not cancelled")
+	}
+}

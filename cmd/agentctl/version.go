@@ -25,7 +25,7 @@ type versionResult struct {
 
 func versionVerb() verb {
 	return verb{
-		use:     "version",
+		use: "version", quick: true,
 		summary: "print client and daemon versions; warn when the running daemon is not the installed build",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			r := &versionResult{Client: buildinfo.Version}
@@ -78,7 +78,7 @@ func installedDaemon() string {
 
 func helloVerb() verb {
 	return verb{
-		use:     "hello",
+		use: "hello", quick: true,
 		summary: "the handshake: the daemon's version, build, limits and methods",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			var h wire.HelloResult
