@@ -36,40 +36,41 @@ func attachVerb() verb {
 func attach(ctx context.Context, e *env, name string, readOnly bool) error {
 	in, _ := e.stdin.(*os.File)
 	out, _ := e.stdout.(*os.File)
-	if !readOnly && out != nil {
-		// Size the session to this terminal before the repaint arrives.
-		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-			if c, err := e.dial(ctx); err == nil {
-				c.Resize(ctx, wire.ResizeParams{Name: name, Cols: int(ws.Col), Rows: int(ws.Row)})
-			}
-		}
+	// Input goes as attach frames, so the window's size travels with the
+	// keys: the session is sized to this terminal before the first repaint
+	// and again at each SIGWINCH, all on the one connection.
+	p := wire.AttachParams{Name: name, ReadOnly: readOnly, FramedInput: !readOnly}
+	if !readOnly {
+		p.Cols, p.Rows = windowSize(out)
 	}
-	conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, ReadOnly: readOnly})
+	conn, _, err := wire.DialAttach(ctx, e.socket, p)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	keys := io.Writer(conn)
+	if !readOnly {
+		framed := wire.NewAttachWriter(conn)
+		keys = framed
+		if p.Cols > 0 {
+			winch := make(chan os.Signal, 1)
+			signal.Notify(winch, syscall.SIGWINCH)
+			defer signal.Stop(winch)
+			go func() {
+				for range winch {
+					if cols, rows := windowSize(out); cols > 0 {
+						framed.Resize(cols, rows)
+					}
+				}
+			}()
+		}
+	}
 	if in != nil {
 		if restore, err := makeRaw(int(in.Fd())); err == nil {
 			defer restore()
 		}
 	}
 	fmt.Fprintf(e.stderr, "[attached to %s; Ctrl-] detaches]\r\n", name)
-
-	if !readOnly && out != nil {
-		winch := make(chan os.Signal, 1)
-		signal.Notify(winch, syscall.SIGWINCH)
-		defer signal.Stop(winch)
-		go func() {
-			for range winch {
-				if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-					if c, err := e.dial(ctx); err == nil {
-						c.Resize(ctx, wire.ResizeParams{Name: name, Cols: int(ws.Col), Rows: int(ws.Row)})
-					}
-				}
-			}
-		}()
-	}
 
 	ended := make(chan struct{})
 	go func() {
@@ -84,11 +85,11 @@ func attach(ctx context.Context, e *env, name string, readOnly bool) error {
 			n, err := e.stdin.Read(buf)
 			chunk := buf[:n]
 			if i := bytes.IndexByte(chunk, detachKey); i >= 0 {
-				conn.Write(chunk[:i])
+				keys.Write(chunk[:i])
 				return
 			}
 			if n > 0 {
-				if _, werr := conn.Write(chunk); werr != nil {
+				if _, werr := keys.Write(chunk); werr != nil {
 					return
 				}
 			}
@@ -110,6 +111,19 @@ func attach(ctx context.Context, e *env, name string, readOnly bool) error {
 		return ctx.Err()
 	}
 	return errPrinted
+}
+
+// windowSize is the size of the terminal out is, or 0, 0 when it is not
+// one.
+func windowSize(out *os.File) (cols, rows int) {
+	if out == nil {
+		return 0, 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 || ws.Row == 0 {
+		return 0, 0
+	}
+	return int(ws.Col), int(ws.Row)
 }
 
 // makeRaw puts the terminal fd in raw mode and returns how to restore it.

@@ -3,13 +3,11 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -362,43 +360,6 @@ func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	return nil, d.sessions.Resize(ctx, p.Name, p.Cols, p.Rows)
-}
-
-func (d *Daemon) attach(ctx context.Context, call *Call) (any, error) {
-	p, err := decodeParams[wire.AttachParams](call)
-	if err != nil {
-		return nil, err
-	}
-	info, err := d.sessions.Status(ctx, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Allows.Attach {
-		return nil, &session.Error{Kind: session.ErrInvalidStatus,
-			Msg: fmt.Sprintf("session %q is %s and cannot be attached; only a running session can", p.Name, info.Status)}
-	}
-	return &rpc.Upgrade{
-		Result: &wire.AttachResult{Name: p.Name, Cols: info.Cols, Rows: info.Rows},
-		Stream: func(ctx context.Context, rw io.ReadWriter) error {
-			if p.ReadOnly {
-				rw = readOnlyStream{rw}
-			}
-			return d.sessions.Attach(ctx, p.Name, rw)
-		},
-	}, nil
-}
-
-// readOnlyStream drops a watcher's keystrokes but still notices when it
-// hangs up.
-type readOnlyStream struct{ io.ReadWriter }
-
-func (r readOnlyStream) Read(p []byte) (int, error) {
-	var buf [512]byte
-	for {
-		if _, err := r.ReadWriter.Read(buf[:]); err != nil {
-			return 0, err
-		}
-	}
 }
 
 func sessionStatus(i *session.Info) *wire.SessionStatus {

@@ -362,6 +362,15 @@ type AttachParams struct {
 	Name string `json:"name"`
 	// ReadOnly watches without typing: input from this client is discarded.
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Cols and Rows, when given (both), size the session's terminal before
+	// the stream begins, so the first repaint already fits the attacher's
+	// window. Not with ReadOnly: a watcher does not size the session.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
+	// FramedInput makes the client's side of the stream attach frames
+	// (AppendAttachFrame) instead of bare keyboard bytes, so the window's
+	// size can change in the same stream, in order with the keys.
+	FramedInput bool `json:"framed_input,omitempty"`
 }
 
 // AttachResult answers agent.attach just before the stream begins.

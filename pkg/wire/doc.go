@@ -55,7 +55,16 @@
 // bytes from the client are the session's keyboard input (dropped when
 // read_only), and bytes from the daemon are the program's output, starting
 // with a repaint of the current screen. The stream ends when either side
-// closes the connection or the session ends. Resizing is done with
+// closes the connection or the session ends.
+//
+// An attach with framed_input sends its input as attach frames instead:
+// a kind byte, a 4-byte little-endian length, then that many bytes of
+// payload (at most MaxAttachFrame). Kind AttachFrameInput carries keyboard
+// bytes; kind AttachFrameWindow carries the window's new size as the JSON
+// of a WindowSize ({"cols":C,"rows":R}), and the daemon resizes the session in order with
+// the keys around it. A frame that is not one of these ends the stream
+// with a line on the terminal naming the problem. The output direction is
+// bare bytes either way. Without framed_input, resizing is done with
 // agent.resize on another connection.
 //
 // # Methods
