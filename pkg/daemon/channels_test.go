@@ -481,18 +481,20 @@ func TestChannelSlowListener(t *testing.T) {
 		return true
 	}
 	// Until the listener's socket is full, the writer still moves queued
-	// messages into it and a push can find the slot it freed (on a loaded
-	// machine the writer lags the pushers by a lot): wait for 200 busy
-	// pushes in a row.
-	fullBy := time.Now().Add(20 * time.Second)
-	for inARow := 0; inARow < 200; {
+	// messages into it and a push can find the slot it freed; on a loaded
+	// machine the writer lags the pushers by a lot (a run beside other
+	// test packages once saw 10 slots freed after 200 busy pushes in a
+	// row). Stuck is: at least 200 busy pushes in a row, and none queued
+	// for a whole second.
+	fullBy := time.Now().Add(30 * time.Second)
+	for inARow, lastQueued := 0, time.Now(); inARow < 200 || time.Since(lastQueued) < time.Second; {
 		if time.Now().After(fullBy) {
 			t.Fatal("the listener's socket never filled: pushes kept being queued")
 		}
 		if push() {
 			inARow++
 		} else {
-			inARow = 0
+			inARow, lastQueued = 0, time.Now()
 		}
 	}
 	var before, after runtime.MemStats
