@@ -32,8 +32,8 @@ type ActRequest struct {
 	SettleMS *float64
 	// Shot sets the observation's format, region, size or path.
 	Shot ScreenshotRequest
-	// LockTimeout is how long to wait for the screen; zero means
-	// DefaultLockTimeout, negative means not at all.
+	// LockTimeout is how long to wait for the screen; zero means the
+	// Screen's (SetLockTimeout), negative means not at all.
 	LockTimeout time.Duration
 	// Caller is who asks, for the audit log and Info.
 	Caller Caller
@@ -149,7 +149,7 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	res.Budget = batch.Budget()
 	timeout := req.LockTimeout
 	if timeout == 0 {
-		timeout = DefaultLockTimeout
+		timeout = time.Duration(s.lockTimeout.Load())
 	}
 	if err := s.desk.acquire(ctx, req.Caller, max(timeout, 0)); err != nil {
 		return err

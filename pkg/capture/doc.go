@@ -58,7 +58,7 @@
 //     the last batch did not leave it exactly there; waits check it every
 //     50 ms. Info reports it.
 //   - The desk lock is FIFO; at most MaxQueuedBatches wait, later ones get
-//     ErrBusy. LockTimeout 0 means DefaultLockTimeout.
+//     ErrBusy. LockTimeout 0 means the Screen's (SetLockTimeout).
 //   - Budget overruns return ErrTimeout (wire code timeout).
 //   - Focus matches window title or WM_CLASS as a substring, ignoring case;
 //     it uses _NET_ACTIVE_WINDOW when an EWMH window manager runs and

@@ -58,6 +58,9 @@ type Screen struct {
 	opts     Options
 	log      zerolog.Logger
 	allowAct atomic.Bool
+	// lockTimeout is a batch's wait for the screen when it gives none;
+	// see SetLockTimeout.
+	lockTimeout atomic.Int64
 	audit    *auditLog
 
 	mu      sync.Mutex
@@ -89,6 +92,7 @@ func New(opts Options) (*Screen, error) {
 		changed: make(chan struct{}),
 	}
 	s.allowAct.Store(opts.AllowAct)
+	s.SetLockTimeout(0)
 	quietXGB(s.log)
 	if opts.AuditPath != "" {
 		max := opts.AuditMaxBytes
@@ -115,6 +119,16 @@ func (s *Screen) SetAllowAct(allow bool) {
 	if s.allowAct.Swap(allow) != allow {
 		s.log.Info().Bool("allow_act", allow).Msg("acting consent changed")
 	}
+}
+
+// SetLockTimeout sets how long a batch that gives no LockTimeout waits for
+// the screen (the daemon passes its config's lock_timeout); not positive is
+// DefaultLockTimeout.
+func (s *Screen) SetLockTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultLockTimeout
+	}
+	s.lockTimeout.Store(int64(d))
 }
 
 // AllowAct reports whether Act may run.

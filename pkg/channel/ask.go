@@ -76,7 +76,7 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 	}
 	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
-		timeout = DefaultAskTimeout
+		timeout = r.AskTimeout()
 	}
 	start := time.Now()
 	t := time.NewTimer(timeout)

@@ -70,6 +70,7 @@ type Staller interface {
 // them. It is safe for concurrent use.
 type Registry struct {
 	queueCap   atomic.Int64 // messages per channel queue; config reload changes it
+	askTimeout atomic.Int64 // an ask's deadline when it gives none; see SetAskTimeout
 	queueBytes int          // bytes per channel queue
 
 	// onDrop, when set, is told of every listener that leaves with
@@ -124,8 +125,22 @@ func NewRegistry() *Registry {
 		dropped: map[string]*droppedChannel{},
 	}
 	r.queueCap.Store(DefaultQueue)
+	r.askTimeout.Store(int64(DefaultAskTimeout))
 	return r
 }
+
+// SetAskTimeout sets the deadline of an ask through a channel that gives
+// none (the daemon passes its config's ask_timeout, as it does to the
+// sessions); not positive is DefaultAskTimeout.
+func (r *Registry) SetAskTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultAskTimeout
+	}
+	r.askTimeout.Store(int64(d))
+}
+
+// AskTimeout is the deadline of an ask through a channel that gives none.
+func (r *Registry) AskTimeout() time.Duration { return time.Duration(r.askTimeout.Load()) }
 
 // SetQueueCap changes the queue bound of every channel; zero or less
 // restores the default.

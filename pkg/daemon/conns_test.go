@@ -154,6 +154,8 @@ func (b blockingSessions) Reconcile(ctx context.Context) (*session.ReconcileRepo
 	return &session.ReconcileReport{}, nil
 }
 
+func (blockingSessions) SetTimeouts(session.Timeouts) {}
+
 func (b blockingSessions) Logs(ctx context.Context, req session.LogsRequest, fn func(session.Event) error) error {
 	if !req.Follow {
 		return nil

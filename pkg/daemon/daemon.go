@@ -89,9 +89,11 @@ type Config struct {
 	AllowAct bool
 	// AuditMaxBytes caps the audit log; zero is the capture package's default.
 	AuditMaxBytes int64
-	// AskTimeout, AskIdle and LockTimeout are the defaults of agent.ask
-	// (and the lock wait of agent.act) when a request leaves them zero;
-	// zero here leaves them to the components.
+	// AskTimeout, AskIdle and LockTimeout are what agent.ask (through a
+	// session or a channel) and the lock wait of agent.act get when a
+	// request leaves them zero (live). The daemon hands them to the
+	// components (applyTimeouts), which apply them, each in one place;
+	// zero here keeps the component's own default.
 	AskTimeout, AskIdle, LockTimeout time.Duration
 	// ChannelQueue bounds each channel's queue; zero is channel.DefaultQueue.
 	ChannelQueue int
@@ -332,6 +334,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 		defer func() { stopScreen(); <-screenDone }()
 	}
+
+	d.applyTimeouts(d.live.Load())
 
 	n := newNotifier()
 	// Connections end with a cause: at stop each is told shutting_down

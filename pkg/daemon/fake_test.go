@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/session"
@@ -28,10 +29,60 @@ func (f fakeSessions) Reconcile(ctx context.Context) (*session.ReconcileReport, 
 	return &session.ReconcileReport{}, nil
 }
 
+func (fakeSessions) SetTimeouts(session.Timeouts) {}
+
 // fakeScreen is a screen that is never there.
 type fakeScreen struct{ screenService }
 
-func (fakeScreen) ForgetCaller(string) {}
+func (fakeScreen) ForgetCaller(string)          {}
+func (fakeScreen) SetLockTimeout(time.Duration) {}
+
+// timeoutSessions and timeoutScreen record the timeouts the daemon hands
+// them.
+type timeoutSessions struct {
+	fakeSessions
+	got chan session.Timeouts
+}
+
+func (s timeoutSessions) SetTimeouts(t session.Timeouts) { s.got <- t }
+
+type timeoutScreen struct {
+	fakeScreen
+	got chan time.Duration
+}
+
+func (s timeoutScreen) SetLockTimeout(d time.Duration) { s.got <- d }
+
+// TestConfigTimeoutsReachTheComponents: the config's ask and lock timeouts
+// are handed to the components that apply them, at start and again on a
+// reload; the daemon applies none itself.
+func TestConfigTimeoutsReachTheComponents(t *testing.T) {
+	t.Parallel()
+	cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state"),
+		AskTimeout: 42 * time.Second, AskIdle: 3 * time.Second, LockTimeout: 7 * time.Second}
+	next := cfg
+	next.AskTimeout, next.LockTimeout = time.Minute, time.Second
+	cfg.Reload = func() (Config, error) { return next, nil }
+	sessions := timeoutSessions{got: make(chan session.Timeouts, 4)}
+	screen := timeoutScreen{got: make(chan time.Duration, 4)}
+	d := New(cfg).withComponents(sessions, screen)
+	serveDaemon(t, d, cfg.SocketPath)
+	expect := func(when string, st session.Timeouts, lock time.Duration) {
+		t.Helper()
+		if got := <-sessions.got; got != st {
+			t.Errorf("%s: the sessions were given %+v, want %+v", when, got, st)
+		}
+		if got := <-screen.got; got != lock {
+			t.Errorf("%s: the screen was given a lock timeout of %s, want %s", when, got, lock)
+		}
+		if got := d.channels.AskTimeout(); got != st.Ask {
+			t.Errorf("%s: the channels' ask timeout is %s, want %s", when, got, st.Ask)
+		}
+	}
+	expect("at start", session.Timeouts{Ask: 42 * time.Second, AskIdle: 3 * time.Second, Lock: 7 * time.Second}, 7*time.Second)
+	d.reload()
+	expect("after a reload", session.Timeouts{Ask: time.Minute, AskIdle: 3 * time.Second, Lock: time.Second}, time.Second)
+}
 
 // TestDomainErrorsReachTheClientAsCodes runs the daemon with a fake session
 // component and checks, through a real socket and the wire client, that

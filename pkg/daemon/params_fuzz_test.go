@@ -46,6 +46,7 @@ func (nullSessions) Wait(context.Context, session.WaitRequest) (*session.WaitRes
 	return &session.WaitResult{}, nil
 }
 func (nullSessions) Resize(context.Context, string, int, int) error { return nil }
+func (nullSessions) SetTimeouts(session.Timeouts)                   {}
 func (nullSessions) Logs(context.Context, session.LogsRequest, func(session.Event) error) error {
 	return nil
 }
@@ -67,9 +68,10 @@ func (nullScreen) Screenshot(context.Context, capture.ScreenshotRequest) (*captu
 func (nullScreen) Act(context.Context, capture.ActRequest) (*capture.ActResult, error) {
 	return &capture.ActResult{}, nil
 }
-func (nullScreen) ForgetCaller(string)        {}
-func (nullScreen) SetAllowAct(bool)           {}
-func (nullScreen) SetRecordScreen(bool) error { return nil }
+func (nullScreen) ForgetCaller(string)          {}
+func (nullScreen) SetAllowAct(bool)             {}
+func (nullScreen) SetLockTimeout(time.Duration) {}
+func (nullScreen) SetRecordScreen(bool) error   { return nil }
 func (nullScreen) WriteRecord(capture.RecordRequest) (*capture.RecordResult, error) {
 	return nil, capture.ErrInvalid
 }

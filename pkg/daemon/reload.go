@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/agentd/agentd/pkg/session"
 )
 
 // reloadSettle is how long the config directory must be quiet before a
@@ -85,6 +87,7 @@ func (d *Daemon) reload() {
 	if next.ChannelQueue != cur.ChannelQueue {
 		d.channels.SetQueueCap(next.ChannelQueue)
 	}
+	d.applyTimeouts(&next)
 	if next.AllowAct != cur.AllowAct {
 		d.screen.SetAllowAct(next.AllowAct)
 		applied = append(applied, "allow_act")
@@ -140,4 +143,14 @@ func (d *Daemon) reload() {
 		ev = ev.Strs("need_restart", restart)
 	}
 	ev.Msg("config reloaded")
+}
+
+// applyTimeouts hands the config's request defaults to the components,
+// which apply them to requests that give none: the session manager to
+// asks, the channel registry to asks through a channel, the screen to an
+// act's wait for the screen.
+func (d *Daemon) applyTimeouts(c *Config) {
+	d.sessions.SetTimeouts(session.Timeouts{Ask: c.AskTimeout, AskIdle: c.AskIdle, Lock: c.LockTimeout})
+	d.channels.SetAskTimeout(c.AskTimeout)
+	d.screen.SetLockTimeout(c.LockTimeout)
 }

@@ -19,6 +19,7 @@ type screenService interface {
 	Act(ctx context.Context, req capture.ActRequest) (*capture.ActResult, error)
 	ForgetCaller(key string)
 	SetAllowAct(allow bool)
+	SetLockTimeout(d time.Duration)
 	SetRecordScreen(on bool) error
 	WriteRecord(req capture.RecordRequest) (*capture.RecordResult, error)
 }
@@ -90,9 +91,6 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	lock, err := msDuration(p.LockTimeoutMS, "lock_timeout_ms")
 	if err != nil {
 		return nil, err
-	}
-	if lock == 0 {
-		lock = d.live.Load().LockTimeout
 	}
 	req := capture.ActRequest{
 		Actions: make([]capture.RawAction, len(p.Actions)), Observe: p.Observe, SettleMS: p.SettleMS,

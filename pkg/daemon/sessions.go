@@ -25,6 +25,7 @@ type sessionService interface {
 	Snapshot(ctx context.Context, name string) (*session.Snapshot, error)
 	Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error)
 	Resize(ctx context.Context, name string, cols, rows int) error
+	SetTimeouts(t session.Timeouts)
 	Logs(ctx context.Context, req session.LogsRequest, fn func(session.Event) error) error
 	Reconcile(ctx context.Context) (*session.ReconcileReport, error)
 	Attach(ctx context.Context, name string, rw io.ReadWriter) error
@@ -286,14 +287,6 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	}
 	if req.LockTimeout, err = msDuration(p.LockTimeoutMS, "lock_timeout_ms"); err != nil {
 		return nil, err
-	}
-	live := d.live.Load()
-	if req.Timeout == 0 {
-		req.Timeout = live.AskTimeout
-	}
-	req.FallbackIdle = live.AskIdle
-	if req.LockTimeout == 0 {
-		req.LockTimeout = live.LockTimeout
 	}
 	switch p.Via {
 	case "", "auto", "pty", "channel":

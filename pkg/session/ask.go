@@ -70,8 +70,8 @@ const firstAskQuiet = 3 * time.Second
 // errAskCanceled is the cause of an ask cancelled through mCancel.
 var errAskCanceled = errors.New("the ask was cancelled by its caller")
 
-// lockAsk takes the session's ask lock, waiting up to lockTimeout (zero is
-// DefaultLockTimeout, negative does not wait).
+// lockAsk takes the session's ask lock, waiting up to lockTimeout
+// (negative does not wait).
 func (w *worker) lockAsk(ctx context.Context, lockTimeout time.Duration) error {
 	select {
 	case w.askSem <- struct{}{}:
@@ -195,7 +195,10 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout, fallback, lockTimeout := askLimits(p)
+	timeout, fallback, lockTimeout, err := askLimits(p)
+	if err != nil {
+		return nil, err
+	}
 	parent, cancelParent := context.WithCancelCause(ctx)
 	defer cancelParent(nil)
 	if p.ID != "" {
@@ -248,20 +251,13 @@ func (w *worker) checkAsk(p askParams) (string, *regexp.Regexp, error) {
 	return text, re, err
 }
 
-// askLimits applies the defaults to an ask's timeout, fallback idle and
-// lock timeout.
-func askLimits(p askParams) (timeout, fallback, lockTimeout time.Duration) {
-	timeout, fallback, lockTimeout = p.Timeout, p.FallbackIdle, p.LockTimeout
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
+// askLimits are an ask's timeout, fallback idle and lock timeout, which
+// Manager.Ask has filled in (Timeouts).
+func askLimits(p askParams) (timeout, fallback, lockTimeout time.Duration, err error) {
+	if p.Timeout <= 0 || p.FallbackIdle <= 0 || p.LockTimeout == 0 {
+		return 0, 0, 0, errorf(ErrInvalid, "ask reached the worker without its timeouts (timeout %s, fallback idle %s, lock timeout %s); Manager.Ask fills them", p.Timeout, p.FallbackIdle, p.LockTimeout)
 	}
-	if fallback <= 0 {
-		fallback = DefaultAskIdle
-	}
-	if lockTimeout == 0 {
-		lockTimeout = DefaultLockTimeout
-	}
-	return timeout, fallback, lockTimeout
+	return p.Timeout, p.FallbackIdle, p.LockTimeout, nil
 }
 
 // endTyped records how an ask that failed after typing ended (cancelled,
@@ -948,9 +944,9 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 	if re == nil && p.Idle <= 0 && !p.Exit {
 		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
 	}
-	timeout := p.Timeout
+	timeout := p.Timeout // Manager.Wait filled it in (Timeouts)
 	if timeout <= 0 {
-		timeout = DefaultWaitTimeout
+		return nil, errorf(ErrInvalid, "wait reached the worker without its timeout; Manager.Wait fills it")
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -25,15 +25,22 @@ const (
 	// MaxArgs and MaxEnv bound a spawn request.
 	MaxArgs = 4096
 	MaxEnv  = 4096
-	// DefaultAskTimeout is an ask's deadline when none is given.
+	// DefaultAskTimeout, DefaultWaitTimeout, DefaultAskIdle and
+	// DefaultLockTimeout are DefaultTimeouts, what a Manager applies
+	// when neither the request nor SetTimeouts says otherwise. agentd's
+	// config starts from the same values (a test in cmd/agentd holds them
+	// equal).
+	//
+	// DefaultAskTimeout is an ask's deadline.
 	DefaultAskTimeout = 10 * time.Minute
-	// DefaultWaitTimeout is a wait's deadline when none is given.
+	// DefaultWaitTimeout is a wait's deadline.
 	DefaultWaitTimeout = 10 * time.Minute
 	// DefaultAskIdle is how long the program must be quiet after it started
-	// answering, when an ask gives neither idle nor until.
-	DefaultAskIdle = 2 * time.Second
+	// answering, when an ask gives neither idle nor until and the
+	// program's prompt could not be learned.
+	DefaultAskIdle = 1500 * time.Millisecond
 	// DefaultLockTimeout is how long an ask waits for the ask before it.
-	DefaultLockTimeout = 30 * time.Second
+	DefaultLockTimeout = 10 * time.Second
 	// DefaultStopGrace is how long Stop waits after the first signal before
 	// it kills.
 	DefaultStopGrace = 5 * time.Second

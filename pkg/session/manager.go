@@ -92,6 +92,8 @@ type Manager struct {
 	// one Manager apart from an earlier one's.
 	askIDs   atomic.Uint64
 	askEpoch int64
+
+	timeouts atomic.Pointer[Timeouts] // see SetTimeouts
 }
 
 // handle is the Manager's connection to one live worker.
@@ -146,6 +148,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
 		live: map[string]*handle{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
 	m.life, m.endLife = context.WithCancel(context.Background())
+	m.SetTimeouts(Timeouts{})
 	if opts.Logger != nil {
 		m.log = opts.Logger.With().Str("component", "session").Logger()
 	} else {

@@ -54,6 +54,7 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	if req.Timeout < 0 || req.Idle < 0 || req.FallbackIdle < 0 {
 		return nil, errorf(ErrInvalid, "ask timeout and idle must not be negative")
 	}
+	m.Timeouts().fillAsk(&req)
 	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
 	var res AskResult
 	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, AskRequest: req}, &res)
@@ -186,6 +187,12 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 	}
 	if req.Until == "" && req.Idle <= 0 && !req.Exit {
 		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
+	}
+	if req.Timeout < 0 {
+		return nil, errorf(ErrInvalid, "wait timeout must not be negative")
+	}
+	if req.Timeout == 0 {
+		req.Timeout = m.Timeouts().Wait
 	}
 	start := time.Now()
 	h, man, err := m.lookup(ctx, req.Name)

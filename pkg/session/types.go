@@ -109,13 +109,13 @@ type AskRequest struct {
 	// Text is the question. Trailing line breaks are not typed (Enter
 	// follows the text anyway); what is left must not be empty.
 	Text string `json:"text"`
-	// Timeout is the ask's deadline; zero is DefaultAskTimeout.
+	// Timeout is the ask's deadline; zero is the Manager's (Timeouts).
 	Timeout time.Duration `json:"timeout"`
 	// Idle, when set, also ends the ask once the program has been quiet
 	// this long after it reacted, prompt or not.
 	Idle time.Duration `json:"idle"`
 	// FallbackIdle is the quiet that ends an ask on a program whose prompt
-	// could not be learned; zero is DefaultAskIdle.
+	// could not be learned; zero is the Manager's (Timeouts).
 	FallbackIdle time.Duration `json:"fallback_idle"`
 	// Until, when set, is the only rule besides exit and the deadline: the
 	// ask ends when this regular expression (RE2) matches the answer so far
@@ -124,7 +124,7 @@ type AskRequest struct {
 	Until string `json:"until"`
 	// LockTimeout is how long to wait for an ask in progress on the same
 	// session, and then for the program's prompt to come back; zero is
-	// DefaultLockTimeout, negative does not wait.
+	// the Manager's (Timeouts), negative does not wait.
 	LockTimeout time.Duration `json:"lock_timeout"`
 }
 
@@ -199,7 +199,7 @@ type WaitRequest struct {
 	Idle time.Duration `json:"idle"`
 	// Exit holds when the program has ended (at once if it already has).
 	Exit bool `json:"exit"`
-	// Timeout is the deadline; zero is DefaultWaitTimeout.
+	// Timeout is the deadline; zero is the Manager's (Timeouts).
 	Timeout time.Duration `json:"timeout"`
 }
 
