@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/pkg/wire"
 )
 
 func (h *home) writeConfig(text string) {
@@ -99,5 +101,35 @@ func TestCheckAndPrintConfig(t *testing.T) {
 	d := h.spawnDaemon(nil)
 	if err := d.wait(5 * time.Second); err == nil || !strings.Contains(d.stderr.String(), "max_connections") {
 		t.Errorf("daemon with a bad config: %v %q", err, d.stderr)
+	}
+}
+
+// TestConfigAskTimeoutReachesChannelAsks: ask_timeout is the deadline of an
+// ask that gives none, also when the ask goes through the session's
+// channel (which once kept its own 10 minutes), and a reload changes it.
+func TestConfigAskTimeoutReachesChannelAsks(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.writeConfig("ask_timeout = \"1s\"\n")
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "cs", "--", "sh")
+	lp := h.startListenEnv([]string{"AGENTD_SESSION_TOKEN=" + h.sessionToken("cs")}, "--id", "cs.chan", "--session", "cs")
+	h.awaitChannel("cs.chan")
+	askOnce := func(want string) {
+		t.Helper()
+		start := time.Now()
+		_, errOut, code := h.agentctl("", "ask", "cs", "is anyone there?")
+		if code != wire.InfoOf(wire.CodeTimeout).Exit || !strings.Contains(errOut, `no reply through channel "cs.chan" within `+want) {
+			t.Errorf("ask through a channel nobody answers: exit %d after %s, stderr %q; want the timeout exit %d within %s", code, time.Since(start).Round(time.Millisecond), errOut, wire.InfoOf(wire.CodeTimeout).Exit, want)
+		}
+	}
+	askOnce("1s")
+	h.writeConfig("ask_timeout = \"2s\"\n")
+	await(t, 10*time.Second, "ask_timeout reloaded", func() bool {
+		_, errOut, _ := h.agentctl("", "ask", "cs", "still there?")
+		return strings.Contains(errOut, "within 2s")
+	})
+	if msgs := lp.messages(t); len(msgs) < 2 {
+		t.Errorf("the listener got %d asks, want each of them", len(msgs))
 	}
 }
