@@ -83,9 +83,10 @@ func (c *Client) Resize(ctx context.Context, p ResizeParams) error {
 }
 
 // DialAttach opens a new connection to the daemon at socket, attaches it to
-// a session and returns it as a raw stream: writes are keyboard input,
-// reads are the program's output (see "Raw streaming"). The caller closes
-// it to detach.
+// a session and returns it as a raw stream: writes are keyboard input (as
+// attach frames when p.FramedInput: write through NewAttachWriter), reads
+// are the program's output (see "Raw streaming"). The caller closes it to
+// detach.
 func DialAttach(ctx context.Context, socket string, p AttachParams) (net.Conn, *AttachResult, error) {
 	conn, raw, err := rpc.DialUpgrade(ctx, socket, MethodAttach, p)
 	if err != nil {
