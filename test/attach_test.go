@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,23 +60,11 @@ func attachFramed(t *testing.T, h *home, p wire.AttachParams) (net.Conn, *collec
 	return conn, out, res
 }
 
-// collector is an attach's output so far.
+// collector is an attach's output so far; done closes when the stream
+// ends.
 type collector struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
+	syncBuffer
 	done chan struct{}
-}
-
-func (c *collector) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.Write(p)
-}
-
-func (c *collector) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.String()
 }
 
 // TestAttachFramedInput: keys and window sizes in one stream land in
