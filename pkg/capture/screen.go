@@ -61,7 +61,8 @@ type Screen struct {
 	// lockTimeout is a batch's wait for the screen when it gives none;
 	// see SetLockTimeout.
 	lockTimeout atomic.Int64
-	audit    *auditLog
+
+	audit *auditLog
 
 	mu      sync.Mutex
 	x       *xconn
