@@ -92,10 +92,11 @@ func TestAttachFramedInput(t *testing.T) {
 	}
 	// Input longer than one frame arrives whole (out of canonical mode,
 	// whose lines stop at 4095 bytes).
-	w.Write([]byte("stty -icanon; echo re''ady; head -c 65636 | wc -c\r"))
+	w.Write([]byte("stty -icanon; echo re''ady; head -c 65636 | wc -c | sed 's/^/n=/'\r"))
 	await(t, 10*time.Second, "the counter started", func() bool { return strings.Contains(out.String(), "ready") })
 	w.Write(bytes.Repeat([]byte("x"), wire.MaxAttachFrame+100))
-	await(t, 10*time.Second, "the long input counted whole", func() bool { return strings.Contains(out.String(), "65636") })
+	// n= marks wc's answer: the echoed command line holds 65636 too.
+	await(t, 10*time.Second, "the long input counted whole", func() bool { return strings.Contains(out.String(), "n=65636") })
 }
 
 // TestAttachFramedInputBadInput: a frame the daemon cannot take ends that

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -34,36 +37,69 @@ func attachVerb() verb {
 }
 
 func attach(ctx context.Context, e *env, name string, readOnly bool) error {
-	in, _ := e.stdin.(*os.File)
-	out, _ := e.stdout.(*os.File)
-	// Input goes as attach frames, so the window's size travels with the
-	// keys: the session is sized to this terminal before the first repaint
-	// and again at each SIGWINCH, all on the one connection.
-	p := wire.AttachParams{Name: name, ReadOnly: readOnly, FramedInput: !readOnly}
-	if !readOnly {
-		p.Cols, p.Rows = windowSize(out)
+	if readOnly {
+		conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		return attachStream(ctx, e, name, conn, conn, nil, nil)
 	}
-	conn, _, err := wire.DialAttach(ctx, e.socket, p)
+	// Keys go as attach frames, so the window's size travels with them:
+	// the session is sized to this terminal before the first repaint and
+	// again at each SIGWINCH, all on the one connection. SIGWINCH is
+	// caught before the size is read, so no resize from then on is lost.
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	out, _ := e.stdout.(*os.File)
+	cols, rows := windowSize(out)
+	conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, Cols: cols, Rows: rows, FramedInput: true})
+	if staleDaemon(err) {
+		// An agentd from before framed input, still running after an
+		// upgrade: size the session on the side, as it knows, and send
+		// bare keys.
+		resize := func(cols, rows int) {
+			if c, err := e.dial(ctx); err == nil {
+				c.Resize(ctx, wire.ResizeParams{Name: name, Cols: cols, Rows: rows})
+			}
+		}
+		if cols > 0 {
+			resize(cols, rows)
+		}
+		if conn, _, err = wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name}); err != nil {
+			return err
+		}
+		return attachStream(ctx, e, name, conn, conn, winch, resize)
+	}
 	if err != nil {
 		return err
 	}
+	framed := wire.NewAttachWriter(conn)
+	return attachStream(ctx, e, name, conn, framed, winch, func(cols, rows int) { framed.Resize(cols, rows) })
+}
+
+// staleDaemon says whether err is an agentd that does not know the attach
+// parameters this agentctl sends: it answers unknown fields as invalid.
+func staleDaemon(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == wire.CodeInvalidParams && strings.Contains(we.Message, "unknown field")
+}
+
+// attachStream runs an attach on conn: stdin's keys to keys until Ctrl-],
+// conn's output to stdout, and resize at each SIGWINCH on winch (nil for
+// none), until the session ends the stream, the user detaches or ctx ends.
+func attachStream(ctx context.Context, e *env, name string, conn net.Conn, keys io.Writer, winch chan os.Signal, resize func(cols, rows int)) error {
 	defer conn.Close()
-	keys := io.Writer(conn)
-	if !readOnly {
-		framed := wire.NewAttachWriter(conn)
-		keys = framed
-		if p.Cols > 0 {
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			defer signal.Stop(winch)
-			go func() {
-				for range winch {
-					if cols, rows := windowSize(out); cols > 0 {
-						framed.Resize(cols, rows)
-					}
+	in, _ := e.stdin.(*os.File)
+	out, _ := e.stdout.(*os.File)
+	if winch != nil {
+		go func() {
+			for range winch {
+				if cols, rows := windowSize(out); cols > 0 {
+					resize(cols, rows)
 				}
-			}()
-		}
+			}
+		}()
 	}
 	if in != nil {
 		if restore, err := makeRaw(int(in.Fd())); err == nil {

@@ -83,9 +83,6 @@ func isTerminal(f *os.File) bool {
 
 // terminalWidth is f's width in columns, or 0 when unknown.
 func terminalWidth(f *os.File) int {
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
-		return 0
-	}
-	return int(ws.Col)
+	cols, _ := windowSize(f)
+	return cols
 }

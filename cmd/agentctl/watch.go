@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -54,14 +52,12 @@ func watch(ctx context.Context, e *env, name string) error {
 	// on its last row: the session's output would soon scroll a one-off
 	// notice away.
 	var statusLine []byte
-	if out, ok := e.stdout.(*os.File); ok {
-		if ws, err := unix.IoctlGetWinsize(int(out.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 &&
-			(int(ws.Col) < st.Cols || int(ws.Row) < st.Rows) {
-			text := fmt.Sprintf("[%dx%d session, top-left shown; q quits]", st.Cols, st.Rows)
-			text = elide(text, int(ws.Col))
-			// Save the cursor, write the last row in reverse video, restore.
-			statusLine = fmt.Appendf(nil, "\x1b7\x1b[%d;1H\x1b[7m%s\x1b[0m\x1b[K\x1b8", ws.Row, text)
-		}
+	out, _ := e.stdout.(*os.File)
+	if cols, rows := windowSize(out); cols > 0 && (cols < st.Cols || rows < st.Rows) {
+		text := fmt.Sprintf("[%dx%d session, top-left shown; q quits]", st.Cols, st.Rows)
+		text = elide(text, cols)
+		// Save the cursor, write the last row in reverse video, restore.
+		statusLine = fmt.Appendf(nil, "\x1b7\x1b[%d;1H\x1b[7m%s\x1b[0m\x1b[K\x1b8", rows, text)
 	}
 	conn, _, err := wire.DialAttach(ctx, e.socket, wire.AttachParams{Name: name, ReadOnly: true})
 	if err != nil {

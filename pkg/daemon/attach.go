@@ -97,10 +97,13 @@ func (f *framedInput) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		kind, payload, err := f.frames.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, err
+			// A hang-up, even in the middle of a frame, is the
+			// attacher's to make; only a frame that breaks the rules
+			// is refused.
+			if fe := (*wire.AttachFrameError)(nil); errors.As(err, &fe) {
+				return 0, f.refuse(err)
 			}
-			return 0, f.refuse(err)
+			return 0, err
 		}
 		switch kind {
 		case wire.AttachFrameInput:

@@ -195,10 +195,7 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout, fallback, lockTimeout, err := askLimits(p)
-	if err != nil {
-		return nil, err
-	}
+	timeout, fallback, lockTimeout := askLimits(p)
 	parent, cancelParent := context.WithCancelCause(ctx)
 	defer cancelParent(nil)
 	if p.ID != "" {
@@ -252,12 +249,13 @@ func (w *worker) checkAsk(p askParams) (string, *regexp.Regexp, error) {
 }
 
 // askLimits are an ask's timeout, fallback idle and lock timeout, which
-// Manager.Ask has filled in (Timeouts).
-func askLimits(p askParams) (timeout, fallback, lockTimeout time.Duration, err error) {
-	if p.Timeout <= 0 || p.FallbackIdle <= 0 || p.LockTimeout == 0 {
-		return 0, 0, 0, errorf(ErrInvalid, "ask reached the worker without its timeouts (timeout %s, fallback idle %s, lock timeout %s); Manager.Ask fills them", p.Timeout, p.FallbackIdle, p.LockTimeout)
-	}
-	return p.Timeout, p.FallbackIdle, p.LockTimeout, nil
+// Manager.Ask fills in (Timeouts). A Manager from before Timeouts (an
+// agentd still running after the binary was upgraded starts workers from
+// the new one) leaves zeros: those get DefaultTimeouts, its defaults then.
+func askLimits(p askParams) (timeout, fallback, lockTimeout time.Duration) {
+	req := p.AskRequest
+	DefaultTimeouts().fillAsk(&req)
+	return req.Timeout, req.FallbackIdle, req.LockTimeout
 }
 
 // endTyped records how an ask that failed after typing ended (cancelled,
@@ -944,9 +942,9 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 	if re == nil && p.Idle <= 0 && !p.Exit {
 		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
 	}
-	timeout := p.Timeout // Manager.Wait filled it in (Timeouts)
+	timeout := p.Timeout // Manager.Wait fills it in (Timeouts)
 	if timeout <= 0 {
-		return nil, errorf(ErrInvalid, "wait reached the worker without its timeout; Manager.Wait fills it")
+		timeout = DefaultWaitTimeout // a Manager from before Timeouts: see askLimits
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -61,11 +61,12 @@
 // a kind byte, a 4-byte little-endian length, then that many bytes of
 // payload (at most MaxAttachFrame). Kind AttachFrameInput carries keyboard
 // bytes; kind AttachFrameWindow carries the window's new size as the JSON
-// of a WindowSize ({"cols":C,"rows":R}), and the daemon resizes the session in order with
-// the keys around it. A frame that is not one of these ends the stream
-// with a line on the terminal naming the problem. The output direction is
-// bare bytes either way. Without framed_input, resizing is done with
-// agent.resize on another connection.
+// of a WindowSize ({"cols":C,"rows":R}), and the daemon resizes the
+// session in order with the keys around it. A frame that is not one of
+// these, or a size the session refuses, ends the stream with a line on
+// the terminal naming the problem. The output direction is bare bytes
+// either way. Without framed_input, resizing is done with agent.resize on
+// another connection.
 //
 // # Methods
 //
