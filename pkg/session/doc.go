@@ -133,8 +133,10 @@
 // statusCallTimeout, input inputCallTimeout, stop its grace and a margin,
 // ask and wait their callers' deadlines. A status-like call or ping that
 // misses its deadline makes the session StatusUnresponsive (reported, never
-// stored) with how long the worker has been silent; calls in flight on it
-// are abandoned and new ones refused, with an error (ErrInvalidStatus) that
+// stored) with how long the worker has been silent; new calls on it are
+// refused, and calls in flight abandoned (long ones, an ask or a wait, only
+// when the worker is stopped by a signal or silent for abandonSilence, so
+// load alone does not fail them), with an error (ErrInvalidStatus) that
 // names the session and `agentctl stop --force`; Stop with Force kills the
 // worker and the program and records host_death. The first answer after
 // that (SIGCONT) makes it running again, and cancels in the worker an ask

@@ -26,10 +26,14 @@ import (
 // or 256, and a hung worker cannot slow it. A ping, or any status-like
 // call, that misses statusCallTimeout marks the worker unresponsive: List
 // and Status report StatusUnresponsive with how long it has been silent,
-// calls in flight on it fail at once with an error that says so and how to
-// end it (agentctl stop --force), and new ones are refused the same way.
-// The first answer after that (the worker was resumed with SIGCONT) makes
-// it running again.
+// and new calls are refused with an error that says so and how to end it
+// (agentctl stop --force). Calls in flight are abandoned the same way: at
+// once when the worker cannot answer (stopped by a signal or a debugger,
+// state T or t in /proc) or the call is status-like; a long call (an ask,
+// a wait) on a worker that is merely silent, as on a machine swapping hard,
+// only once the silence reaches abandonSilence, so a ten-minute ask does
+// not fail for a few slow seconds. The first answer after that (the worker
+// was resumed with SIGCONT) makes it running again.
 const (
 	// heartbeatEvery is how often an attached worker is pinged. It bounds
 	// how stale List's last_activity is for a session, and with
@@ -57,6 +61,10 @@ const (
 	// be gone; SIGKILL is not blockable, so this is only a machine's
 	// scheduling delay.
 	killWait = 5 * time.Second
+	// abandonSilence is how long a worker that is not stopped may stay
+	// silent before the long calls in flight on it are abandoned: ten
+	// missed pings, beyond what load alone does to a live process.
+	abandonSilence = 30 * time.Second
 )
 
 // health is what a handle knows of its worker's state, kept current by the
@@ -232,10 +240,18 @@ func (m *Manager) callWorker(ctx context.Context, h *handle, op, method string, 
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		select {
-		case <-stalled:
-			cancel(errWorkerSilent)
-		case <-stop:
+		longCall := timeout == 0 || timeout > statusCallTimeout
+		for {
+			select {
+			case <-stalled:
+			case <-stop:
+				return
+			}
+			if !longCall || m.waitOutSilence(h, stop) {
+				cancel(errWorkerSilent)
+				return
+			}
+			stalled = h.stallSignal() // it answered again: a fresh signal
 		}
 	}()
 	err := h.client.Call(cctx, method, params, result)
@@ -253,6 +269,57 @@ func (m *Manager) callWorker(ctx context.Context, h *handle, op, method string, 
 		return &callDeadlineError{name: h.name, op: op, timeout: timeout}
 	}
 	return err
+}
+
+// waitOutSilence decides, once h's worker is unresponsive, whether a long
+// call in flight on it is abandoned (true): at once if the worker cannot
+// answer (stopped), else when its silence reaches abandonSilence; false
+// when it answers again first, or stop closes (the call ended).
+func (m *Manager) waitOutSilence(h *handle, stop <-chan struct{}) bool {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		_, _, silent := h.snapshot()
+		switch abandonFor(silent, workerStopped(h.workerPID)) {
+		case abandonNow:
+			return true
+		case resumed:
+			return false
+		}
+		select {
+		case <-t.C:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+// silenceVerdict is what a long call does about a silent worker.
+type silenceVerdict int
+
+const (
+	keepWaiting silenceVerdict = iota
+	abandonNow
+	resumed
+)
+
+// abandonFor judges a worker silent for silent (zero: it answers again),
+// stopped or not.
+func abandonFor(silent time.Duration, stopped bool) silenceVerdict {
+	switch {
+	case silent == 0:
+		return resumed
+	case stopped || silent >= abandonSilence:
+		return abandonNow
+	}
+	return keepWaiting
+}
+
+// workerStopped says whether pid is stopped by a signal or a debugger
+// (state T or t), so it cannot answer until someone resumes it.
+func workerStopped(pid int) bool {
+	st, ok := readProcStat(pid)
+	return ok && (st.state == 'T' || st.state == 't')
 }
 
 // callDeadlineError is a worker call that ran past its deadline while the
@@ -312,7 +379,7 @@ func silentReason(pid int, silent time.Duration) string {
 // resumeHint tells how to resume a worker stopped by a signal (state T in
 // /proc), which is the usual reason for one to stop answering.
 func resumeHint(pid int) string {
-	if st, ok := readProcStat(pid); ok && (st.state == 'T' || st.state == 't') {
+	if workerStopped(pid) {
 		return fmt.Sprintf(", or if it was stopped on purpose, kill -CONT %d resumes it", pid)
 	}
 	return ""
