@@ -98,11 +98,24 @@ func (c *Conn) Notify(method string, params any) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(Notification{Method: method, Params: p})
-	if err != nil {
-		return err
+	if _, given := params.(json.RawMessage); given && len(p) > 0 && !json.Valid(p) {
+		return fmt.Errorf("notification %s: params are not valid JSON", method)
 	}
-	return c.write(body)
+	return c.write(appendNotification(make([]byte, 0, len(p)+len(method)+24), method, p))
+}
+
+// appendNotification appends the JSON of a notification to dst, as
+// encoding/json writes a Notification, with params (valid, compact JSON:
+// what json.Marshal made) copied in as they are. Marshalling the
+// Notification instead would scan params once more to compact them, a
+// pass over every byte of a stream of log events.
+func appendNotification(dst []byte, method string, params json.RawMessage) []byte {
+	m, _ := json.Marshal(method) // a string always encodes
+	dst = append(append(dst, `{"method":`...), m...)
+	if len(params) > 0 {
+		dst = append(append(dst, `,"params":`...), params...)
+	}
+	return append(dst, '}')
 }
 
 func (c *Conn) write(body []byte) error { return c.w.write(body) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +363,44 @@ func TestAppendResponse(t *testing.T) {
 	bad := &Error{Code: CodeInternal, Details: json.RawMessage(`{not json`)}
 	if got, err := AppendResponse(nil, 1, nil, bad); err == nil {
 		t.Errorf("AppendResponse with details %q: got %s, nil; want an error", bad.Details, got)
+	}
+}
+
+// TestAppendNotificationIsEncodingJSONs: a notification appended by hand,
+// with params json.Marshal made (what Notify gives it), is byte for byte
+// what encoding/json writes for it.
+func TestAppendNotificationIsEncodingJSONs(t *testing.T) {
+	for _, c := range []struct {
+		method string
+		params any
+	}{
+		{"agent.log_event", map[string]any{"name": "w", "seq": 3, "data": "y\r\n<&>\u2028"}},
+		{"channel.message", []any{1, "<&>", nil}},
+		{"x", nil},
+		{"odd \"method\" <&> \u2028", "s"},
+	} {
+		p, err := marshalResult(c.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(Notification{Method: c.method, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendNotification(nil, c.method, p); !bytes.Equal(got, want) {
+			t.Errorf("%s: appended %s, encoding/json writes %s", c.method, got, want)
+		}
+	}
+}
+
+// TestNotifyRefusesInvalidRawParams: params given as raw JSON are copied
+// into the frame as they are, so Notify checks them first.
+func TestNotifyRefusesInvalidRawParams(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := NewClient(a, ClientOptions{})
+	defer c.Close()
+	if err := c.Notify("x.y", json.RawMessage(`{"a":`)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("Notify with broken raw params: %v, want refused", err)
 	}
 }
