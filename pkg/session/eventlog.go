@@ -116,7 +116,10 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 // record must have a seq of at least 1 and a type.
 func DecodeEvent(line []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(line, &e); err != nil {
+	// UnmarshalJSON itself, not json.Unmarshal(line, &e): that would check
+	// the whole line's syntax once before UnmarshalJSON checks it again,
+	// a pass over every byte agent.logs reads.
+	if err := e.UnmarshalJSON(line); err != nil {
 		return Event{}, fmt.Errorf("event record: %w", err)
 	}
 	if e.Seq == 0 || e.Type == "" {

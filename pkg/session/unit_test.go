@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -333,8 +334,18 @@ func FuzzEventLog(f *testing.F) {
 		}
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			ev, err := DecodeEvent(line)
+			// DecodeEvent calls UnmarshalJSON itself; json.Unmarshal
+			// through it must take and refuse the same lines.
+			var viaJSON Event
+			jerr := json.Unmarshal(line, &viaJSON)
+			if (err == nil) != (jerr == nil && viaJSON.Seq != 0 && viaJSON.Type != "") {
+				t.Fatalf("line %q: DecodeEvent %v, json.Unmarshal %v (%+v)", line, err, jerr, viaJSON)
+			}
 			if err != nil {
 				continue
+			}
+			if !bytes.Equal(viaJSON.Data, ev.Data) || viaJSON.Seq != ev.Seq || !viaJSON.TS.Equal(ev.TS) || viaJSON.Text != ev.Text {
+				t.Fatalf("line %q: DecodeEvent %+v, json.Unmarshal %+v", line, ev, viaJSON)
 			}
 			b, err := ev.MarshalJSON()
 			if err != nil {
