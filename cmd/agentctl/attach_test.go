@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,58 +20,39 @@ import (
 // fields; agentctl attaches again as that agentd knows and sends bare keys.
 func TestAttachToAnAgentdBeforeFramedInput(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	var mu sync.Mutex
 	var keys bytes.Buffer
 	typed := make(chan struct{})
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc := rpc.NewServerConn(conn, rpc.ServeOptions{MayUpgrade: func(m string) bool { return m == wire.MethodAttach }})
-			go sc.Serve(context.Background(), func(ctx context.Context, req *wire.Request) (any, error) {
-				// The old AttachParams, decoded as strictly as agentd does.
-				var p struct {
-					Name     string `json:"name"`
-					ReadOnly bool   `json:"read_only,omitempty"`
-				}
-				dec := json.NewDecoder(bytes.NewReader(req.Params))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&p); err != nil {
-					return nil, wire.Errorf(wire.CodeInvalidParams, "%s: %v", req.Method, err)
-				}
-				return &rpc.Upgrade{Result: &wire.AttachResult{Name: p.Name, Cols: 80, Rows: 24}, Stream: func(ctx context.Context, rw io.ReadWriter) error {
-					io.WriteString(rw, "old agentd's screen\r\n")
-					buf := make([]byte, 64)
-					for {
-						n, err := rw.Read(buf)
-						mu.Lock()
-						keys.Write(buf[:n])
-						got := keys.String()
-						mu.Unlock()
-						if got == "ls\r" && n > 0 {
-							close(typed)
-						}
-						if err != nil {
-							return nil
-						}
-					}
-				}}, nil
-			})
+	upgrades := rpc.ServeOptions{MayUpgrade: func(m string) bool { return m == wire.MethodAttach }}
+	sock := fakeDaemonWith(t, upgrades, func(ctx context.Context, _ *rpc.ServerConn, req *wire.Request) (any, error) {
+		// The old AttachParams, decoded as strictly as agentd does.
+		var p struct {
+			Name     string `json:"name"`
+			ReadOnly bool   `json:"read_only,omitempty"`
 		}
-	}()
+		dec := json.NewDecoder(bytes.NewReader(req.Params))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "%s: %v", req.Method, err)
+		}
+		return &rpc.Upgrade{Result: &wire.AttachResult{Name: p.Name, Cols: 80, Rows: 24}, Stream: func(ctx context.Context, rw io.ReadWriter) error {
+			io.WriteString(rw, "old agentd's screen\r\n")
+			buf := make([]byte, 64)
+			for {
+				n, err := rw.Read(buf)
+				mu.Lock()
+				keys.Write(buf[:n])
+				got := keys.String()
+				mu.Unlock()
+				if got == "ls\r" && n > 0 {
+					close(typed)
+				}
+				if err != nil {
+					return nil
+				}
+			}
+		}}, nil
+	})
 	cmd := exec.Command(agentctlBinary(t), "--socket", sock, "attach", "s1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

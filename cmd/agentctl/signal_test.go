@@ -52,6 +52,12 @@ func agentctlBinary(t *testing.T) string {
 // about the client.
 func fakeDaemon(t *testing.T, handler func(ctx context.Context, sc *rpc.ServerConn, req *wire.Request) (any, error)) string {
 	t.Helper()
+	return fakeDaemonWith(t, rpc.ServeOptions{}, handler)
+}
+
+// fakeDaemonWith is fakeDaemon serving with opts (MayUpgrade, for one).
+func fakeDaemonWith(t *testing.T, opts rpc.ServeOptions, handler func(ctx context.Context, sc *rpc.ServerConn, req *wire.Request) (any, error)) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "fd")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +79,7 @@ func fakeDaemon(t *testing.T, handler func(ctx context.Context, sc *rpc.ServerCo
 			if err != nil {
 				return
 			}
-			sc := rpc.NewServerConn(conn, rpc.ServeOptions{})
+			sc := rpc.NewServerConn(conn, opts)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
