@@ -237,9 +237,16 @@ func TestVersionWarnsWhenTheRunningDaemonIsNotInstalled(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)
 	}
-	ctl, _ := os.ReadFile(bin.agentctl)
-	os.WriteFile(filepath.Join(dir, "agentctl"), ctl, 0o755)
-	cmd := exec.Command(filepath.Join(dir, "agentctl"), "version")
+	// A hard link, or else a copy made by cp: had this process written the
+	// file, a child forked meanwhile by a parallel test could still hold
+	// the written descriptor, and exec would fail with "text file busy".
+	ctl := filepath.Join(dir, "agentctl")
+	if err := os.Link(bin.agentctl, ctl); err != nil {
+		if b, err := exec.Command("cp", bin.agentctl, ctl).CombinedOutput(); err != nil {
+			t.Fatalf("cp agentctl: %v %s", err, b)
+		}
+	}
+	cmd := exec.Command(ctl, "version")
 	cmd.Env = h.env()
 	b, err := cmd.Output()
 	if err != nil || !strings.Contains(string(b), "warning: the running agentd") || !strings.Contains(string(b), "restart") {
