@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"path/filepath"
 	"sort"
@@ -46,6 +47,54 @@ func startEcho(b *testing.B) string {
 	}()
 	return sock
 }
+
+// startJSONEcho is the floor the issue's outside measure uses (wirebench's
+// echo): the same framing, but each request decoded and a small result
+// encoded with encoding/json, as any JSON daemon must. The bare echo above
+// does no JSON at all, so it is the stricter floor of the two.
+func startJSONEcho(b *testing.B) string {
+	b.Helper()
+	dir := shortTempDir(b)
+	sock := filepath.Join(dir, "echo.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fr := rpc.NewFrameReader(c)
+				for {
+					body, err := fr.ReadFrame()
+					if err != nil {
+						return
+					}
+					var q struct {
+						ID     uint64          `json:"id"`
+						Method string          `json:"method"`
+						Params json.RawMessage `json:"params"`
+					}
+					json.Unmarshal(body, &q)
+					out, _ := json.Marshal(map[string]any{"id": q.ID, "result": map[string]any{"version": 1, "methods": []string{q.Method}}})
+					if rpc.WriteFrame(c, out) != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return sock
+}
+
+// benchTargets are the servers the round-trip benchmarks compare: the two
+// floors and the daemon answering agent.hello.
+var benchTargets = map[string]func(*testing.B) string{"echo": startEcho, "json-echo": startJSONEcho, "hello": benchDaemonSocket}
 
 var helloFrame, _ = rpc.AppendFrame(nil, []byte(`{"id":1,"method":"agent.hello","params":{"version":1}}`))
 
@@ -102,9 +151,9 @@ func benchDaemonSocket(b *testing.B) string {
 // frame through a bare echo server, in one run. The issue's bar: the
 // daemon's median at most 2x the echo's, its p99 at most 3x.
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, target := range []string{"echo", "hello"} {
+	for _, target := range []string{"echo", "json-echo", "hello"} {
 		b.Run(target, func(b *testing.B) {
-			sock := map[string]func(*testing.B) string{"echo": startEcho, "hello": benchDaemonSocket}[target](b)
+			sock := benchTargets[target](b)
 			roundTrips(b, sock, 200) // warm up
 			b.ResetTimer()
 			lat := roundTrips(b, sock, b.N)
@@ -119,9 +168,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 // daemon at least 60% of the echo's.
 func BenchmarkThroughput8(b *testing.B) {
 	const clients = 8
-	for _, target := range []string{"echo", "hello"} {
+	for _, target := range []string{"echo", "json-echo", "hello"} {
 		b.Run(target, func(b *testing.B) {
-			sock := map[string]func(*testing.B) string{"echo": startEcho, "hello": benchDaemonSocket}[target](b)
+			sock := benchTargets[target](b)
 			per := b.N/clients + 1
 			b.ResetTimer()
 			start := time.Now()
