@@ -125,9 +125,6 @@ const brokenStopSlack = 3 * time.Second
 // not exited by then is killed with every process below it. It returns
 // once no worker of the session is left.
 func (m *Manager) stopBroken(ctx context.Context, name string, sig syscall.Signal, grace time.Duration) (*ExitInfo, error) {
-	if grace <= 0 {
-		grace = DefaultStopGrace
-	}
 	found := false
 	if pid, how := m.liveWorker(ctx, name); pid > 0 && how == "its socket" {
 		found = true

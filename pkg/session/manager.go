@@ -962,6 +962,12 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	if req.Grace < 0 {
 		return nil, errorf(ErrInvalid, "grace %s is negative; give a duration of zero or more", req.Grace)
 	}
+	// The one place the default grace is applied: the worker and
+	// stopBroken get it filled in.
+	grace := req.Grace
+	if grace == 0 {
+		grace = DefaultStopGrace
+	}
 	h, man, err := m.lookup(ctx, req.Name)
 	if err != nil {
 		var ue *unresponsiveError
@@ -972,19 +978,15 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	}
 	if h == nil {
 		if man.Status == StatusBroken {
-			return m.stopBroken(ctx, req.Name, sig, req.Grace)
+			return m.stopBroken(ctx, req.Name, sig, grace)
 		}
 		if !man.Status.Terminal() {
 			return nil, statusError(req.Name, man.Status, "", "stop")
 		}
 		return exitFromManifest(man), nil
 	}
-	grace := req.Grace
-	if grace == 0 {
-		grace = DefaultStopGrace
-	}
 	var info ExitInfo
-	err = m.callWorker(ctx, h, "stop", mStop, stopParams{Signal: int(sig), Grace: req.Grace}, &info, grace+stopCallSlack)
+	err = m.callWorker(ctx, h, "stop", mStop, stopParams{Signal: int(sig), Grace: grace}, &info, grace+stopCallSlack)
 	if err == nil {
 		h.recordExit(&info)
 		m.log.Info().Str("session", req.Name).Str("termination", string(info.Termination)).Msg("session stopped")

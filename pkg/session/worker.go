@@ -790,7 +790,7 @@ func (w *worker) stop(ctx context.Context, p stopParams) (*ExitInfo, error) {
 	}
 	grace := p.Grace
 	if grace <= 0 {
-		grace = DefaultStopGrace
+		grace = DefaultStopGrace // a Manager from before it filled Grace
 	}
 	w.mu.Lock()
 	if w.status == StatusExited {
