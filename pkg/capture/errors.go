@@ -32,3 +32,9 @@ var (
 	// ErrTimeout: a batch ran past its time budget and was stopped.
 	ErrTimeout = errors.New("batch time budget exceeded")
 )
+
+// Kinds returns every sentinel, so the translating layer can prove it
+// knows each one.
+func Kinds() []error {
+	return []error{ErrInvalid, ErrTooLarge, ErrRefused, ErrLockTimeout, ErrBusy, ErrUnavailable, ErrTimeout}
+}

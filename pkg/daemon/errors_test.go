@@ -19,8 +19,8 @@ import (
 // TestEveryDomainErrorHasItsCode round-trips every error kind of the
 // components through toWireError and the client's side of the wire: the
 // code is the table's, errors.Is against the wire sentinel matches, the
-// message is the domain's, and retryable is the table's. A session kind
-// added without a row here fails the test.
+// message is the domain's, and retryable is the table's. A kind added to
+// session, capture or channel without a row here fails the test.
 func TestEveryDomainErrorHasItsCode(t *testing.T) {
 	table := []struct {
 		kind error
@@ -75,7 +75,7 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range append(session.Kinds(), channel.Kinds()...) {
+	for _, kind := range append(append(session.Kinds(), channel.Kinds()...), capture.Kinds()...) {
 		if !covered[kind] {
 			t.Errorf("domain kind %v has no row in this table (and maybe none in toWireError)", kind)
 		}
