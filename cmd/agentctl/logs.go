@@ -80,7 +80,7 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 		case o.events:
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(e.stdout, "%s\n", b)
-		case ev.Type == "output":
+		case ev.Type == wire.EventOutput:
 			io.WriteString(e.stdout, ev.Data)
 		}
 	}
@@ -151,7 +151,7 @@ func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int) (uint64, 
 		q := p
 		q.Tail, q.Stream, q.Follow, q.Limit = k, true, false, 0
 		res, err := e.streamLogs(ctx, q, func(ev wire.LogEvent) {
-			if ev.Type == "output" {
+			if ev.Type == wire.EventOutput {
 				lines.write(ev.Data)
 			}
 		})

@@ -345,10 +345,10 @@ func (r *recorder) finish() (*recordResult, error) {
 // before the first output says it, else the session's size now.
 func startSize(st *wire.SessionStatus, evs []wire.LogEvent) (int, int) {
 	for _, ev := range evs {
-		if ev.Type == "resize" && ev.Cols > 0 && ev.Rows > 0 {
+		if ev.Type == wire.EventResize && ev.Cols > 0 && ev.Rows > 0 {
 			return ev.Cols, ev.Rows
 		}
-		if ev.Type == "output" {
+		if ev.Type == wire.EventOutput {
 			break
 		}
 	}

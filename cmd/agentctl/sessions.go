@@ -108,7 +108,7 @@ func askVerb() verb {
 			fs.StringVar(&p.Until, "until", "", "stop collecting when this regular expression matches")
 			fs.Func("idle", "also end the ask after this much quiet (default: at the program's prompt)", positiveDuration(&idle))
 			fs.DurationVar(&lock, "lock-timeout", 0, "wait this long for another ask on the session")
-			fs.StringVar(&p.Via, "via", "", "auto, pty or channel")
+			fs.StringVar((*string)(&p.Via), "via", "", "auto, pty or channel")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			var err error

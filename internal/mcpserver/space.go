@@ -71,7 +71,7 @@ func (sp space) toScreenActions(actions []wire.Action) ([]wire.Action, error) {
 		if a.X == nil || a.Y == nil {
 			continue
 		}
-		x, y, err := sp.toScreen(i+1, a.Kind, *a.X, *a.Y)
+		x, y, err := sp.toScreen(i+1, string(a.Kind), *a.X, *a.Y)
 		if err != nil {
 			return nil, err
 		}

@@ -59,7 +59,7 @@ type Recorder func(session, question, answer, reason string)
 // to record however it ends, like an ask typed into the terminal. asker is
 // who asks.
 func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskParams, record Recorder) (routed bool, res *wire.AskResult, err error) {
-	if p.Via == "pty" {
+	if p.Via == wire.ViaPTY {
 		return false, nil, nil
 	}
 	r.mu.Lock()
@@ -93,7 +93,7 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 	}
 	dv, err := r.enqueue(ch, asker, msg, false)
 	if err != nil {
-		if p.Via != "channel" && errors.Is(err, ErrUnknown) {
+		if p.Via != wire.ViaChannel && errors.Is(err, ErrUnknown) {
 			return false, nil, nil // the listener just left: use the terminal
 		}
 		return true, nil, err
@@ -116,7 +116,7 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 		return true, nil, ctx.Err()
 	}
 	if !dv.written {
-		if p.Via != "channel" {
+		if p.Via != wire.ViaChannel {
 			return false, nil, nil
 		}
 		return true, nil, errorf(ErrUnknown, "channel %q of session %q ended before the ask could be written to it", ch.id, p.Name)

@@ -138,7 +138,7 @@ func (o *logOutput) plainEvent(ev session.Event) error {
 	text := o.plain.Write(ev)
 	if ev.Type == session.EventOutput {
 		if o.pending == nil {
-			o.pending = &wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type)}
+			o.pending = &wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: wire.EventType(ev.Type)}
 		}
 		o.pending.Data += text
 		if len(o.pending.Data) >= plainEventBytes {
@@ -191,7 +191,7 @@ func (o *logOutput) flushPlain(follow bool) error {
 	}
 	if text != "" {
 		if o.pending == nil {
-			o.pending = &wire.LogEvent{Seq: o.res.NextSeq - 1, TS: time.Now().UTC(), Type: string(session.EventOutput)}
+			o.pending = &wire.LogEvent{Seq: o.res.NextSeq - 1, TS: time.Now().UTC(), Type: wire.EventOutput}
 		}
 		o.pending.Data += text
 	}
@@ -203,7 +203,7 @@ func (o *logOutput) flushPlain(follow bool) error {
 }
 
 func logEvent(ev session.Event) wire.LogEvent {
-	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: string(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
+	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: wire.EventType(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
 		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
 		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes}
 }

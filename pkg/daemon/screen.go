@@ -100,8 +100,8 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	}
 	req.CallerKey = callerKey(call.Conn, req.Caller.Session)
 	for i, a := range p.Actions {
-		req.Actions[i] = capture.RawAction{Kind: a.Kind, X: a.X, Y: a.Y, Button: a.Button, Double: a.Double, Text: a.Text,
-			Key: a.Key, Modifiers: a.Modifiers, Direction: a.Direction, Amount: a.Amount, MS: a.MS,
+		req.Actions[i] = capture.RawAction{Kind: string(a.Kind), X: a.X, Y: a.Y, Button: string(a.Button), Double: a.Double, Text: a.Text,
+			Key: a.Key, Modifiers: a.Modifiers, Direction: string(a.Direction), Amount: a.Amount, MS: a.MS,
 			Application: a.Application, URI: a.URI}
 	}
 	res, err := d.screen.Act(ctx, req)

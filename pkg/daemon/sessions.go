@@ -268,7 +268,7 @@ func (d *Daemon) reconcile(ctx context.Context, call *Call) (any, error) {
 func reconcileResult(rep *session.ReconcileReport) *wire.ReconcileResult {
 	res := &wire.ReconcileResult{Sessions: make([]wire.ReconcileRow, 0, len(rep.Sessions)), TookMS: rep.Took.Milliseconds()}
 	for _, s := range rep.Sessions {
-		res.Sessions = append(res.Sessions, wire.ReconcileRow{Name: s.Name, Before: string(s.Before), After: string(s.After), Action: wire.ReconcileAction(s.Action), Detail: s.Detail})
+		res.Sessions = append(res.Sessions, wire.ReconcileRow{Name: s.Name, Before: wire.Status(s.Before), After: wire.Status(s.After), Action: wire.ReconcileAction(s.Action), Detail: s.Detail})
 	}
 	return res
 }
@@ -289,14 +289,14 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	switch p.Via {
-	case "", "auto", "pty", "channel":
+	case "", wire.ViaAuto, wire.ViaPTY, wire.ViaChannel:
 	default:
 		return nil, wire.Errorf(wire.CodeInvalidParams, "via %q is not auto, pty or channel", p.Via)
 	}
 	if routed, res, err := d.askViaChannel(ctx, call.Conn, p); routed {
 		return res, err
 	}
-	if p.Via == "channel" {
+	if p.Via == wire.ViaChannel {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "session %q has no channel to ask through; use via auto or pty, or bind a channel to it first", p.Name)
 	}
 	r, err := d.sessions.Ask(ctx, req)

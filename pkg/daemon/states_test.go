@@ -3,14 +3,16 @@ package daemon
 import (
 	"testing"
 
+	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
 // TestDomainValuesHaveWireTwins keeps the contract's typed constants and
 // the domain's spelled alike: the daemon converts between them by string,
-// so a status, termination, reason or reconcile action added on one side
-// only would reach clients as a value the contract does not name.
+// so a status, termination, reason, reconcile action, event type or action
+// kind added on one side only would reach clients as a value the contract
+// does not name.
 func TestDomainValuesHaveWireTwins(t *testing.T) {
 	pairs := func(what string, domain, contract []string) {
 		t.Helper()
@@ -56,6 +58,23 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 			session.ActionBroken, session.ActionOrphanWorker, session.ActionRemovedLeftover},
 		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded),
 			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover)})
+
+	ds, ws = nil, nil
+	for _, e := range []session.EventType{session.EventOutput, session.EventInput, session.EventAsk, session.EventAnswer,
+		session.EventResize, session.EventSignal, session.EventExit, session.EventMarker, session.EventGap} {
+		ds = append(ds, string(e))
+	}
+	for _, e := range wire.EventTypes {
+		ws = append(ws, string(e))
+	}
+	pairs("event types", ds, ws)
+
+	ws = nil
+	for _, k := range wire.ActionKinds {
+		ws = append(ws, string(k))
+	}
+	pairs("action kinds", []string{capture.KindClick, capture.KindMove, capture.KindDown, capture.KindUp, capture.KindType,
+		capture.KindKey, capture.KindScroll, capture.KindWait, capture.KindFocus}, ws)
 }
 
 // TestSessionTokenVariableIsTheContracts: the worker sets the variable the

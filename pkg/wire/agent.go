@@ -177,7 +177,7 @@ type AskParams struct {
 	// then for the program's prompt to come back.
 	LockTimeoutMS int64 `json:"lock_timeout_ms,omitempty"`
 	// Via is auto (default), pty or channel.
-	Via string `json:"via,omitempty"`
+	Via AskVia `json:"via,omitempty"`
 }
 
 // AskResult is an answered ask.
@@ -324,7 +324,7 @@ type LogEvent struct {
 	Name        string      `json:"name,omitempty"` // set in notifications
 	Seq         uint64      `json:"seq"`
 	TS          time.Time   `json:"ts"`
-	Type        string      `json:"type"`
+	Type        EventType   `json:"type"`
 	Data        string      `json:"data,omitempty"`
 	Text        string      `json:"text,omitempty"`
 	Reason      string      `json:"reason,omitempty"`
@@ -350,8 +350,8 @@ type ReconcileResult struct {
 // left_unknown or ended.
 type ReconcileRow struct {
 	Name   string          `json:"name"`
-	Before string          `json:"before"`
-	After  string          `json:"after"`
+	Before Status          `json:"before"`
+	After  Status          `json:"after"`
 	Action ReconcileAction `json:"action"`
 	Detail string          `json:"detail,omitempty"`
 }

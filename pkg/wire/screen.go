@@ -98,19 +98,19 @@ type ScreenshotResult struct {
 // type, key, scroll, wait or focus; which other fields apply depends on it.
 // Numbers are JSON numbers and must be whole.
 type Action struct {
-	Kind        string   `json:"kind"`
-	X           *float64 `json:"x,omitempty"`
-	Y           *float64 `json:"y,omitempty"`
-	Button      string   `json:"button,omitempty"` // left (default), right, middle
-	Double      bool     `json:"double,omitempty"` // a double click counts as two actions
-	Text        *string  `json:"text,omitempty"`   // type: any Unicode; \n is Enter, \t is Tab
-	Key         string   `json:"key,omitempty"`    // key: "enter", "ctrl+shift+t", "a"
-	Modifiers   []string `json:"modifiers,omitempty"`
-	Direction   string   `json:"direction,omitempty"` // scroll: up, down, left, right
-	Amount      *float64 `json:"amount,omitempty"`    // scroll steps 1-20 (default 3)
-	MS          *float64 `json:"ms,omitempty"`        // wait: at most 5000 (default 350)
-	Application string   `json:"application,omitempty"`
-	URI         string   `json:"uri,omitempty"`
+	Kind        ActionKind      `json:"kind"`
+	X           *float64        `json:"x,omitempty"`
+	Y           *float64        `json:"y,omitempty"`
+	Button      Button          `json:"button,omitempty"` // left (default), right, middle
+	Double      bool            `json:"double,omitempty"` // a double click counts as two actions
+	Text        *string         `json:"text,omitempty"`   // type: any Unicode; \n is Enter, \t is Tab
+	Key         string          `json:"key,omitempty"`    // key: "enter", "ctrl+shift+t", "a"
+	Modifiers   []string        `json:"modifiers,omitempty"`
+	Direction   ScrollDirection `json:"direction,omitempty"` // scroll: up, down, left, right
+	Amount      *float64        `json:"amount,omitempty"`    // scroll steps 1-20 (default 3)
+	MS          *float64        `json:"ms,omitempty"`        // wait: at most 5000 (default 350)
+	Application string          `json:"application,omitempty"`
+	URI         string          `json:"uri,omitempty"`
 }
 
 // Limits of one agent.act batch.

@@ -1,7 +1,9 @@
 package wire
 
-// The values a client compares against: statuses, termination categories,
-// the reasons an ask or wait ended, act outcomes and reconcile actions. They
+// The values a client compares against or sends: statuses, termination
+// categories, the reasons an ask or wait ended, act outcomes, reconcile
+// actions, event-log record types, an ask's route and an action's kind,
+// button and scroll direction. They
 // are the contract's, spelled here once; the domain packages have their own
 // Go constants with the same spelling, and pkg/daemon converts between
 // them (a test there checks that every domain value has its wire twin).
@@ -105,4 +107,76 @@ const (
 	// ReconcileRemovedLeftover: a directory with nothing to keep, or what
 	// an interrupted removal left; removed.
 	ReconcileRemovedLeftover ReconcileAction = "removed_leftover"
+)
+
+// EventType is the kind of an event-log record, in LogEvent.Type.
+type EventType string
+
+// The event-log record types.
+const (
+	EventOutput EventType = "output" // bytes the program wrote (Data)
+	EventInput  EventType = "input"  // bytes delivered to the program (Data)
+	EventAsk    EventType = "ask"    // an ask began (Text)
+	EventAnswer EventType = "answer" // an ask ended (Text, Reason)
+	EventResize EventType = "resize" // the terminal was resized (Cols, Rows)
+	EventSignal EventType = "signal" // a signal was sent to the program (Signal)
+	EventExit   EventType = "exit"   // the program ended (ExitCode or Signal, Termination)
+	EventMarker EventType = "marker" // a note from agentd itself (Text)
+	EventGap    EventType = "gap"    // records that could not be recorded (Count, Bytes, Text)
+)
+
+// EventTypes lists every EventType. Read-only.
+var EventTypes = []EventType{EventOutput, EventInput, EventAsk, EventAnswer, EventResize, EventSignal, EventExit, EventMarker, EventGap}
+
+// AskVia is where an ask goes, in AskParams.Via.
+type AskVia string
+
+// Ask routes.
+const (
+	// ViaAuto (or empty): the session's channel when one is registered
+	// for it, else its terminal.
+	ViaAuto    AskVia = "auto"
+	ViaPTY     AskVia = "pty"     // the terminal, even when a channel is registered
+	ViaChannel AskVia = "channel" // the channel only; channel_unknown without one
+)
+
+// ActionKind is what one step of an act batch does, in Action.Kind.
+type ActionKind string
+
+// Action kinds.
+const (
+	ActionClick  ActionKind = "click"
+	ActionMove   ActionKind = "move"
+	ActionDown   ActionKind = "down"
+	ActionUp     ActionKind = "up"
+	ActionType   ActionKind = "type"
+	ActionKey    ActionKind = "key"
+	ActionScroll ActionKind = "scroll"
+	ActionWait   ActionKind = "wait"
+	ActionFocus  ActionKind = "focus"
+)
+
+// ActionKinds lists every ActionKind. Read-only.
+var ActionKinds = []ActionKind{ActionClick, ActionMove, ActionDown, ActionUp, ActionType, ActionKey, ActionScroll, ActionWait, ActionFocus}
+
+// Button is a mouse button, in Action.Button.
+type Button string
+
+// Mouse buttons; empty is left.
+const (
+	ButtonLeft   Button = "left"
+	ButtonRight  Button = "right"
+	ButtonMiddle Button = "middle"
+)
+
+// ScrollDirection is which way a scroll action turns the wheel, in
+// Action.Direction.
+type ScrollDirection string
+
+// Scroll directions.
+const (
+	ScrollUp    ScrollDirection = "up"
+	ScrollDown  ScrollDirection = "down"
+	ScrollLeft  ScrollDirection = "left"
+	ScrollRight ScrollDirection = "right"
 )
