@@ -14,6 +14,24 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
+// Channels is what the daemon needs from the channel component:
+// *channel.Registry, or a fake in tests.
+type Channels interface {
+	Register(l channel.Listener, p wire.RegisterChannelParams, sessionOfPeer func() string, mayBind func(session string) error) (res *wire.RegisterChannelResult, first bool, err error)
+	Unregister(l channel.Listener, id string) (*wire.UnregisterChannelResult, error)
+	DropListener(l channel.Listener)
+	Holds(l channel.Listener) bool
+	Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error)
+	Ack(l channel.Listener, p wire.ChannelAckParams) (*wire.ChannelAckResult, error)
+	Reply(l channel.Listener, p wire.ChannelReplyParams) (*wire.ChannelReplyResult, error)
+	Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskParams, record channel.Recorder) (routed bool, res *wire.AskResult, err error)
+	List() *wire.ChannelListResult
+	OnDrop(f func(channel.DropInfo))
+	SetQueueCap(n int)
+	SetAskTimeout(d time.Duration)
+	AskTimeout() time.Duration
+}
+
 // channelRoutes are the channel.* methods.
 func (d *Daemon) channelRoutes() []Route {
 	return []Route{

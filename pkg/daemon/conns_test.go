@@ -142,7 +142,7 @@ func TestIdleConnectionsExpire(t *testing.T) {
 // a wait, an attach) run until their context ends, as the real ones do on
 // a session that never prints what is waited for.
 type blockingSessions struct {
-	sessionService
+	Sessions
 	started chan string
 }
 
@@ -185,7 +185,7 @@ func TestStopEndsStreamsAtOnce(t *testing.T) {
 	const grace = 5 * time.Second
 	started := make(chan string, 4)
 	cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state"), ShutdownGrace: grace}
-	td := serveDaemon(t, New(cfg).withComponents(blockingSessions{started: started}, fakeScreen{}), cfg.SocketPath)
+	td := serveDaemon(t, NewWith(cfg, Components{Sessions: blockingSessions{started: started}, Screen: fakeScreen{}}), cfg.SocketPath)
 	ctx := context.Background()
 
 	follow, wait := td.client(t), td.client(t)

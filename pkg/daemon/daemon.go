@@ -178,11 +178,12 @@ type Daemon struct {
 	router  *router
 	started time.Time
 
-	// sessions and screen are built in Run, before the first connection
-	// is accepted, unless they were given (withComponents).
-	sessions sessionService
-	screen   screenService
-	channels *channel.Registry
+	// The domain components. sessions and screen are built in Run, before
+	// the first connection is accepted, and channels in New, unless they
+	// were given (Components).
+	sessions Sessions
+	screen   Screen
+	channels Channels
 	build    func() string
 	budget   *rpc.Budget // shared by every connection
 	// vouch checks that a peer runs inside a session before a channel is
@@ -231,16 +232,37 @@ type Daemon struct {
 	inflight sync.WaitGroup
 }
 
-// New builds a daemon from cfg without touching the file system.
-func New(cfg Config) *Daemon {
+// Components are the domain components the daemon serves. A nil one is
+// built from the Config: the session manager and the screen by Run (they
+// touch the state directory and the display), the channel registry by
+// New. Tests give fakes to check the routing and error tables without
+// workers or an X server; agentd gives none.
+type Components struct {
+	Sessions Sessions
+	Screen   Screen
+	Channels Channels
+}
+
+// New builds a daemon from cfg, with the real components, without
+// touching the file system.
+func New(cfg Config) *Daemon { return NewWith(cfg, Components{}) }
+
+// NewWith builds a daemon from cfg that serves the components given (the
+// nil ones built as New builds them).
+func NewWith(cfg Config, given Components) *Daemon {
 	cfg.setDefaults()
 	d := &Daemon{
 		cfg:      cfg,
 		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
 		router:   newRouter(),
 		started:  time.Now(),
-		channels: channel.NewRegistry(),
+		sessions: given.Sessions,
+		screen:   given.Screen,
+		channels: given.Channels,
 		budget:   rpc.NewBudget(cfg.MemoryBudget),
+	}
+	if d.channels == nil {
+		d.channels = channel.NewRegistry()
 	}
 	d.vouch = d.vouchPeer
 	d.perPeer.n = map[int]int{}
@@ -268,14 +290,6 @@ func New(cfg Config) *Daemon {
 	return d
 }
 
-// withComponents gives the daemon its sessions and screen instead of the
-// ones Run would build, before Run: tests use fakes to check the routing
-// and error tables without workers or an X server. A nil one is built.
-func (d *Daemon) withComponents(sessions sessionService, screen screenService) *Daemon {
-	d.sessions, d.screen = sessions, screen
-	return d
-}
-
 // Run serves until ctx is cancelled, then stops in order: stop accepting,
 // answer new requests shutting_down, let in-flight requests finish within
 // the grace period, close connections, release the socket and the lock. A
@@ -293,7 +307,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	// The components are built here unless the daemon was given them
-	// (tests give fakes: see withComponents).
+	// (NewWith).
 	if d.sessions == nil {
 		sessionLog := d.cfg.Logger
 		mgr, err := session.NewManager(session.ManagerOptions{

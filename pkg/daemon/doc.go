@@ -9,7 +9,30 @@
 //
 // It imports pkg/wire for the contract, internal/rpc for the connection
 // engine, and the components (pkg/session, pkg/capture, pkg/channel) for
-// the work; nothing imports it but cmd/agentd and tests.
+// the work; nothing imports it but cmd/agentd and tests. The components are
+// given to it as interfaces (Sessions, Screen, Channels in Components, to
+// NewWith); New builds the real ones, and tests give fakes to check the
+// routing and error tables without workers or a display.
+//
+// The packages, one line each (ARCHITECTURE.md has the table):
+//
+//	cmd/agentd, cmd/agentctl   the daemon and the client binaries
+//	pkg/wire                   the contract: methods, params and results, codes, a typed client
+//	internal/rpc               the connection engine both ends share: frames, Conn, upgrade
+//	pkg/daemon                 this package: socket, peers, routes, shutdown, error translation
+//	pkg/session                sessions: the Manager and each session's worker
+//	pkg/capture                the X11 screen: screenshots, input, consent, audit
+//	pkg/channel                channels: registry, queues, acks, asks through a channel
+//	internal/config            the TOML config and its reload
+//
+// How a request travels: a client's rpc.Conn writes one frame; the
+// connection loop here (rpc.Conn.Serve) reads and decodes it and hands it
+// to dispatch, which finds the Route, refuses new work while stopping and
+// runs the handler; the handler decodes the params strictly and calls a
+// component (session.Manager calls the session's worker over the same
+// engine); the result, or the component's error turned into a wire code by
+// toWireError, is written back as one frame. agent.attach alone answers
+// with an rpc.Upgrade and the connection becomes a raw terminal stream.
 //
 // Decisions where the design is silent:
 //   - The lock file is the socket path plus ".lock", so two daemons on

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -17,7 +19,7 @@ import (
 // reach are written (the rest would panic, which the daemon answers as
 // internal).
 type fakeSessions struct {
-	sessionService
+	Sessions
 	err error
 }
 
@@ -32,7 +34,7 @@ func (f fakeSessions) Reconcile(ctx context.Context) (*session.ReconcileReport, 
 func (fakeSessions) SetTimeouts(session.Timeouts) {}
 
 // fakeScreen is a screen that is never there.
-type fakeScreen struct{ screenService }
+type fakeScreen struct{ Screen }
 
 func (fakeScreen) ForgetCaller(string)          {}
 func (fakeScreen) SetLockTimeout(time.Duration) {}
@@ -65,7 +67,7 @@ func TestConfigTimeoutsReachTheComponents(t *testing.T) {
 	cfg.Reload = func() (Config, error) { return next, nil }
 	sessions := timeoutSessions{got: make(chan session.Timeouts, 4)}
 	screen := timeoutScreen{got: make(chan time.Duration, 4)}
-	d := New(cfg).withComponents(sessions, screen)
+	d := NewWith(cfg, Components{Sessions: sessions, Screen: screen})
 	serveDaemon(t, d, cfg.SocketPath)
 	expect := func(when string, st session.Timeouts, lock time.Duration) {
 		t.Helper()
@@ -103,7 +105,7 @@ func TestDomainErrorsReachTheClientAsCodes(t *testing.T) {
 		t.Run(tt.kind.Error(), func(t *testing.T) {
 			t.Parallel()
 			cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state")}
-			td := serveDaemon(t, New(cfg).withComponents(fakeSessions{err: tt.kind}, fakeScreen{}), cfg.SocketPath)
+			td := serveDaemon(t, NewWith(cfg, Components{Sessions: fakeSessions{err: tt.kind}, Screen: fakeScreen{}}), cfg.SocketPath)
 			c, err := wire.Dial(context.Background(), td.socket, wire.ClientOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -112,6 +114,52 @@ func TestDomainErrorsReachTheClientAsCodes(t *testing.T) {
 			_, err = c.Status(context.Background(), "w1")
 			if !errors.Is(err, tt.want) {
 				t.Errorf("agent.status with the sessions answering %v: got %v, want code %s", tt.kind, err, tt.want.Code)
+			}
+		})
+	}
+}
+
+// fakeChannels answers every push with err.
+type fakeChannels struct {
+	Channels
+	err error
+}
+
+func (f fakeChannels) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error) {
+	return nil, f.err
+}
+func (fakeChannels) OnDrop(func(channel.DropInfo)) {}
+func (fakeChannels) SetQueueCap(int)               {}
+func (fakeChannels) SetAskTimeout(time.Duration)   {}
+func (fakeChannels) AskTimeout() time.Duration     { return 0 }
+func (fakeChannels) Holds(l channel.Listener) bool { return false }
+
+// TestChannelErrorsReachTheClientAsCodes gives the daemon a fake channel
+// component and checks, through a real socket, that each channel error
+// kind arrives as its code.
+func TestChannelErrorsReachTheClientAsCodes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		kind error
+		want *wire.Error
+	}{
+		{channel.ErrUnknown, wire.ErrChannelUnknown},
+		{channel.ErrBusy, wire.ErrBusy},
+		{channel.ErrDenied, wire.ErrPermissionDenied},
+		{&channel.PushTimeoutError{ChannelID: "c1", Seq: 1, Timeout: time.Second}, wire.ErrTimeout},
+	} {
+		t.Run(tt.kind.Error(), func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{SocketPath: filepath.Join(shortTempDir(t), "agentd.sock"), StateDir: filepath.Join(t.TempDir(), "state")}
+			td := serveDaemon(t, NewWith(cfg, Components{Sessions: fakeSessions{}, Screen: fakeScreen{}, Channels: fakeChannels{err: tt.kind}}), cfg.SocketPath)
+			c, err := wire.Dial(context.Background(), td.socket, wire.ClientOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.PushToChannel(context.Background(), wire.PushParams{ChannelID: "c1", Message: json.RawMessage(`"hi"`)})
+			if !errors.Is(err, tt.want) {
+				t.Errorf("channel.push with the channels answering %v: got %v, want code %s", tt.kind, err, tt.want.Code)
 			}
 		})
 	}

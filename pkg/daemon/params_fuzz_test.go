@@ -81,7 +81,7 @@ func nullDaemon(tb testing.TB) *wire.Client {
 	tb.Helper()
 	socket := filepath.Join(shortTempDir(tb), "agentd.sock")
 	cfg := Config{SocketPath: socket, StateDir: filepath.Join(tb.TempDir(), "state")}
-	d := New(cfg).withComponents(nullSessions{}, nullScreen{})
+	d := NewWith(cfg, Components{Sessions: nullSessions{}, Screen: nullScreen{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

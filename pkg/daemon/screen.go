@@ -12,8 +12,9 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// screenService is what the daemon needs from the screen.
-type screenService interface {
+// Screen is what the daemon needs from the screen component:
+// *capture.Screen, or a fake in tests.
+type Screen interface {
 	Info(ctx context.Context) capture.Info
 	Screenshot(ctx context.Context, req capture.ScreenshotRequest) (*capture.Shot, error)
 	Act(ctx context.Context, req capture.ActRequest) (*capture.ActResult, error)

@@ -12,8 +12,9 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// sessionService is what the daemon needs from the session manager.
-type sessionService interface {
+// Sessions is what the daemon needs from the session component:
+// *session.Manager, or a fake in tests of the routing and error tables.
+type Sessions interface {
 	Spawn(ctx context.Context, req session.SpawnRequest) (*session.Info, error)
 	Status(ctx context.Context, name string) (*session.Info, error)
 	List(ctx context.Context, req session.ListRequest) ([]session.ListEntry, error)
