@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/agentd/agentd/pkg/wire"
 )
 
 // The reasons a channel ask ends with, as the session's event log records
@@ -29,23 +27,23 @@ type pendingAsk struct {
 // Reply answers a pending ask. Only the listener l holding the channel the
 // ask went to may: a reply from any other connection is ErrDenied and
 // leaves the ask waiting for the real one.
-func (r *Registry) Reply(l Listener, p wire.ChannelReplyParams) (*wire.ChannelReplyResult, error) {
-	if len(p.Text) > wire.MaxChannelReply {
-		return nil, errorf(ErrInvalid, "reply is %d bytes, over the limit of %d", len(p.Text), wire.MaxChannelReply)
+func (r *Registry) Reply(l Listener, askID, text string) (*ReplyResult, error) {
+	if len(text) > MaxReply {
+		return nil, errorf(ErrInvalid, "reply is %d bytes, over the limit of %d", len(text), MaxReply)
 	}
 	r.mu.Lock()
-	a := r.asks[p.AskID]
+	a := r.asks[askID]
 	if a != nil && a.ch.conn != l {
 		r.mu.Unlock()
-		return nil, errorf(ErrDenied, "ask %.140q went to channel %q, which this connection does not hold; only that channel's listener may reply", p.AskID, a.ch.id)
+		return nil, errorf(ErrDenied, "ask %.140q went to channel %q, which this connection does not hold; only that channel's listener may reply", askID, a.ch.id)
 	}
-	delete(r.asks, p.AskID)
+	delete(r.asks, askID)
 	r.mu.Unlock()
 	if a == nil {
-		return nil, errorf(ErrInvalid, "ask %.140q is not waiting for a reply: it was answered, timed out, or never existed", p.AskID)
+		return nil, errorf(ErrInvalid, "ask %.140q is not waiting for a reply: it was answered, timed out, or never existed", askID)
 	}
-	a.reply <- p.Text
-	return &wire.ChannelReplyResult{AskID: a.id, Session: a.session}, nil
+	a.reply <- text
+	return &ReplyResult{AskID: a.id, Session: a.session}, nil
 }
 
 // Recorder puts an ask that went through a channel into its session's
@@ -58,42 +56,39 @@ type Recorder func(session, question, answer, reason string)
 // that left before the ask could be written. Once written, the ask is given
 // to record however it ends, like an ask typed into the terminal. asker is
 // who asks.
-func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskParams, record Recorder) (routed bool, res *wire.AskResult, err error) {
-	if p.Via == wire.ViaPTY {
+func (r *Registry) Ask(ctx context.Context, asker Peer, p AskRequest, record Recorder) (routed bool, res *Answer, err error) {
+	if p.Via == ViaPTY {
 		return false, nil, nil
 	}
 	r.mu.Lock()
-	ch := r.bySession[p.Name]
+	ch := r.bySession[p.Session]
 	r.mu.Unlock()
 	if ch == nil {
 		return false, nil, nil
 	}
-	if len(p.Text) > wire.MaxChannelMessage {
-		return true, nil, errorf(ErrInvalid, "ask text is %d bytes, over the limit of %d", len(p.Text), wire.MaxChannelMessage)
+	if len(p.Text) > MaxMessage {
+		return true, nil, errorf(ErrInvalid, "ask text is %d bytes, over the limit of %d", len(p.Text), MaxMessage)
 	}
-	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
-		return true, nil, err
-	}
-	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
+	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = r.AskTimeout()
 	}
 	start := time.Now()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	a, err := r.pend(ch, p.Name)
+	a, err := r.pend(ch, p.Session)
 	if err != nil {
 		return true, nil, err
 	}
 	defer r.unpend(ch, a)
 
-	msg, err := json.Marshal(wire.ChannelAsk{Kind: wire.ChannelAskKind, AskID: a.id, Text: p.Text})
+	msg, err := json.Marshal(AskMessage{Kind: AskMessageKind, AskID: a.id, Text: p.Text})
 	if err != nil {
 		return true, nil, err
 	}
 	dv, err := r.enqueue(ch, asker, msg, false)
 	if err != nil {
-		if p.Via != wire.ViaChannel && errors.Is(err, ErrUnknown) {
+		if p.Via != ViaChannel && errors.Is(err, ErrUnknown) {
 			return false, nil, nil // the listener just left: use the terminal
 		}
 		return true, nil, err
@@ -101,12 +96,12 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 	outcome, answer := "", ""
 	defer func() {
 		if outcome != "" {
-			record(p.Name, p.Text, answer, outcome)
+			record(p.Session, p.Text, answer, outcome)
 		}
 	}()
 	timedOut := func() error {
 		outcome = reasonTimeout
-		return &AskTimeoutError{Session: p.Name, ChannelID: ch.id, Timeout: timeout}
+		return &AskTimeoutError{Session: p.Session, ChannelID: ch.id, Timeout: timeout}
 	}
 	select {
 	case <-dv.done:
@@ -116,24 +111,24 @@ func (r *Registry) Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskPa
 		return true, nil, ctx.Err()
 	}
 	if !dv.written {
-		if p.Via != wire.ViaChannel {
+		if p.Via != ViaChannel {
 			return false, nil, nil
 		}
-		return true, nil, errorf(ErrUnknown, "channel %q of session %q ended before the ask could be written to it", ch.id, p.Name)
+		return true, nil, errorf(ErrUnknown, "channel %q of session %q ended before the ask could be written to it", ch.id, p.Session)
 	}
 	select {
 	case answer = <-a.reply:
 		outcome = reasonReply
-		return true, answerOf(p.Name, answer, start), nil
+		return true, &Answer{Session: p.Session, Text: answer, Elapsed: time.Since(start)}, nil
 	case <-ch.gone:
 		select {
 		case answer = <-a.reply:
 			outcome = reasonReply
-			return true, answerOf(p.Name, answer, start), nil
+			return true, &Answer{Session: p.Session, Text: answer, Elapsed: time.Since(start)}, nil
 		default:
 		}
 		outcome = reasonInterrupted
-		return true, nil, errorf(ErrUnknown, "channel %q of session %q ended before it replied to ask %s", ch.id, p.Name, a.id)
+		return true, nil, errorf(ErrUnknown, "channel %q of session %q ended before it replied to ask %s", ch.id, p.Session, a.id)
 	case <-t.C:
 		return true, nil, timedOut()
 	case <-ctx.Done():
@@ -167,8 +162,4 @@ func (r *Registry) unpend(ch *channel, a *pendingAsk) {
 	r.mu.Lock()
 	delete(r.asks, a.id)
 	r.mu.Unlock()
-}
-
-func answerOf(name, text string, start time.Time) *wire.AskResult {
-	return &wire.AskResult{Name: name, Answer: text, Screen: []string{}, Reason: wire.AskReasonReply, ElapsedMS: time.Since(start).Milliseconds()}
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/agentd/agentd/pkg/wire"
 )
 
 // TestBindingASessionNeedsProof: a registration that binds a session is
@@ -19,12 +17,12 @@ func TestBindingASessionNeedsProof(t *testing.T) {
 	deny := func(string) error { return errors.New("process 9 is not one of session \"vic\"'s processes") }
 	for _, tc := range []struct {
 		name    string
-		p       wire.RegisterChannelParams
+		p       Registration
 		mayBind func(string) error
 	}{
-		{"explicit session, refused", wire.RegisterChannelParams{Session: "vic"}, deny},
-		{"explicit session, nobody to vouch", wire.RegisterChannelParams{Session: "vic"}, nil},
-		{"session from the environment", wire.RegisterChannelParams{CCSessionID: "cc-1"}, deny},
+		{"explicit session, refused", Registration{Session: "vic"}, deny},
+		{"explicit session, nobody to vouch", Registration{Session: "vic"}, nil},
+		{"session from the environment", Registration{CCSessionID: "cc-1"}, deny},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := r.Register(&fakeListener{name: "thief"}, tc.p, func() string { return "vic" }, tc.mayBind)
@@ -33,14 +31,14 @@ func TestBindingASessionNeedsProof(t *testing.T) {
 			}
 		})
 	}
-	if len(r.List().Channels) != 0 {
-		t.Fatalf("refused registrations left channels: %+v", r.List().Channels)
+	if len(r.List()) != 0 {
+		t.Fatalf("refused registrations left channels: %+v", r.List())
 	}
-	if _, _, err := r.Register(&fakeListener{name: "svc"}, wire.RegisterChannelParams{ChannelID: "free"}, func() string { return "" }, nil); err != nil {
+	if _, _, err := r.Register(&fakeListener{name: "svc"}, Registration{ID: "free"}, func() string { return "" }, nil); err != nil {
 		t.Fatalf("an unbound channel: %v", err)
 	}
 	owner := &fakeListener{name: "owner"}
-	if _, _, err := r.Register(owner, wire.RegisterChannelParams{Session: "vic"}, nil, func(string) error { return nil }); err != nil {
+	if _, _, err := r.Register(owner, Registration{Session: "vic"}, nil, func(string) error { return nil }); err != nil {
 		t.Fatalf("a vouched binding: %v", err)
 	}
 }
@@ -51,19 +49,19 @@ func TestBindingASessionNeedsProof(t *testing.T) {
 func TestOnlyTheChannelsListenerReplies(t *testing.T) {
 	r := NewRegistry()
 	owner, thief := &fakeListener{name: "owner"}, &fakeListener{name: "thief"}
-	if _, _, err := r.Register(owner, wire.RegisterChannelParams{ChannelID: "c", Session: "vic"}, nil, func(string) error { return nil }); err != nil {
+	if _, _, err := r.Register(owner, Registration{ID: "c", Session: "vic"}, nil, func(string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Register(thief, wire.RegisterChannelParams{ChannelID: "t"}, nil, nil); err != nil {
+	if _, _, err := r.Register(thief, Registration{ID: "t"}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	type answer struct {
-		res *wire.AskResult
+		res *Answer
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		_, res, err := r.Ask(context.Background(), wire.ChannelPeer{}, wire.AskParams{Name: "vic", Text: "6*7?", TimeoutMS: 60000},
+		_, res, err := r.Ask(context.Background(), Peer{}, AskRequest{Session: "vic", Text: "6*7?", Timeout: time.Minute},
 			func(string, string, string, string) {})
 		done <- answer{res, err}
 	}()
@@ -72,8 +70,8 @@ func TestOnlyTheChannelsListenerReplies(t *testing.T) {
 	for askID == "" {
 		owner.mu.Lock()
 		if len(owner.got) > 0 {
-			var a wire.ChannelAsk
-			json.Unmarshal(owner.got[0].Message, &a)
+			var a AskMessage
+			json.Unmarshal(owner.got[0].Body, &a)
 			askID = a.AskID
 		}
 		owner.mu.Unlock()
@@ -82,13 +80,13 @@ func TestOnlyTheChannelsListenerReplies(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // polling a fake listener; no other way to wait for it
 	}
-	if _, err := r.Reply(thief, wire.ChannelReplyParams{AskID: askID, Text: "43 (spoofed)"}); !errors.Is(err, ErrDenied) {
+	if _, err := r.Reply(thief, askID, "43 (spoofed)"); !errors.Is(err, ErrDenied) {
 		t.Fatalf("reply from another listener: got %v, want ErrDenied", err)
 	}
-	if _, err := r.Reply(owner, wire.ChannelReplyParams{AskID: askID, Text: "42"}); err != nil {
+	if _, err := r.Reply(owner, askID, "42"); err != nil {
 		t.Fatalf("reply from the channel's listener: %v", err)
 	}
-	if a := <-done; a.err != nil || a.res.Answer != "42" {
+	if a := <-done; a.err != nil || a.res.Text != "42" {
 		t.Fatalf("ask answered %+v, %v; want 42", a.res, a.err)
 	}
 }

@@ -26,12 +26,15 @@
 // meanwhile is channel_unknown saying the listener was dropped. A listener
 // that leaves by itself with messages queued is reported to OnDrop too.
 //
-// It imports pkg/wire for the payloads only: the parameters and results it
-// is handed and answers, and the channel.message notifications it writes,
-// are the contract's types, since writing them is its whole job. It does not
-// use wire's error codes, and must not import pkg/daemon, pkg/session or
-// pkg/capture (asks are recorded in a session's log through a function the
-// daemon passes).
+// Like pkg/session and pkg/capture it has its own types (Registration,
+// PushRequest, Message, Row, AskRequest, ...) and errors, and imports
+// nothing of the contract: the daemon turns the wire's parameters into
+// them, a Message into a channel.message notification (Listener.Deliver),
+// and the errors into wire codes; a test there holds the values both
+// spell (limits, ask routes, the ask message) equal. It must not import
+// pkg/wire, pkg/daemon, pkg/session or pkg/capture (asks are recorded in a
+// session's log through a function the daemon passes); TestChannelStandsAlone
+// checks.
 //
 // Decisions:
 //   - Channel ids (and cc_session_ids) are 1-128 characters of

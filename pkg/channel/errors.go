@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/agentd/agentd/pkg/wire"
 )
 
 // Sentinel errors. Every error a Registry method returns wraps one of them
@@ -80,12 +78,3 @@ func (e *AskTimeoutError) Error() string {
 
 // Unwrap returns ErrTimeout.
 func (e *AskTimeoutError) Unwrap() error { return ErrTimeout }
-
-// checkDurationMS refuses a duration outside 0..wire.MaxDurationMS
-// (checked before it is multiplied, so nothing wraps).
-func checkDurationMS(field string, ms int64) error {
-	if ms < 0 || ms > wire.MaxDurationMS {
-		return errorf(ErrInvalid, "%s is %d; give 0 (the default) to %d milliseconds (24 h)", field, ms, wire.MaxDurationMS)
-	}
-	return nil
-}

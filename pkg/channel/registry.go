@@ -12,14 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/agentd/agentd/pkg/wire"
 )
 
 // Limits and defaults.
 const (
 	// DefaultQueue bounds the messages waiting to be written to one
-	// listener; past it pushes are busy. With wire.MaxChannelMessage it
+	// listener; past it pushes are busy. With MaxMessage it
 	// bounds a channel's memory. Config can change it (SetQueueCap).
 	DefaultQueue = 1024
 	// DefaultQueueBytes bounds the bytes waiting for one listener, so a
@@ -49,10 +47,10 @@ const (
 // written to. The daemon's connections implement it; a channel ends when
 // its Listener's connection does (the daemon calls DropListener).
 type Listener interface {
-	// Notify writes one notification; an error means the listener is gone.
-	Notify(method string, params any) error
+	// Deliver writes one message; an error means the listener is gone.
+	Deliver(m *Message) error
 	// ChannelPeer says who is on the other end, for list and for messages.
-	ChannelPeer() wire.ChannelPeer
+	ChannelPeer() Peer
 	// String names the connection in messages for people.
 	String() string
 }
@@ -92,13 +90,13 @@ type Registry struct {
 
 // droppedChannel is what is kept of a channel whose listener was dropped.
 type droppedChannel struct {
-	row wire.ChannelRow // as listed, with DroppedAt set
+	row Row // as listed, with DroppedAt set
 }
 
 // DropInfo describes a listener whose channels ended with messages not
 // written to it.
 type DropInfo struct {
-	Listener wire.ChannelPeer
+	Listener Peer
 	// Channels are the ids of the listener's channels that ended.
 	Channels []string
 	// Undelivered counts the messages queued for them that were never
@@ -176,7 +174,7 @@ type channel struct {
 
 // delivery is one pushed message on its way to the listener.
 type delivery struct {
-	msg  wire.ChannelMessage
+	msg  Message
 	size int
 	done chan struct{} // closed once written or failed; then written is final
 	// written is set before done is closed.
@@ -202,18 +200,18 @@ var sessionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 // its error (a reason for people) makes the registration ErrDenied. A nil
 // mayBind vouches for nobody. first is true when it is l's first channel:
 // the caller then arranges DropListener for when l's connection ends.
-func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfPeer func() string, mayBind func(session string) error) (res *wire.RegisterChannelResult, first bool, err error) {
-	if p.ChannelID == "" {
-		p.ChannelID = randomID("ch-")
-	} else if err := wire.ValidChannelID(p.ChannelID); err != nil {
+func (r *Registry) Register(l Listener, p Registration, sessionOfPeer func() string, mayBind func(session string) error) (res *Registered, first bool, err error) {
+	if p.ID == "" {
+		p.ID = randomID("ch-")
+	} else if err := ValidID(p.ID); err != nil {
 		return nil, false, errorf(ErrInvalid, "%v", err)
 	}
 	if p.Session != "" && !sessionName.MatchString(p.Session) {
 		return nil, false, errorf(ErrInvalid, "session %.70q is not a session name: names match [a-z0-9][a-z0-9._-]{0,62}", p.Session)
 	}
 	if p.CCSessionID != "" {
-		if err := wire.ValidChannelID(p.CCSessionID); err != nil {
-			return nil, false, errorf(ErrInvalid, "cc_session_id %.70q: ids are 1 to %d characters of A-Z a-z 0-9 . _ : -", p.CCSessionID, wire.MaxChannelIDLen)
+		if err := ValidID(p.CCSessionID); err != nil {
+			return nil, false, errorf(ErrInvalid, "cc_session_id %.70q: ids are 1 to %d characters of A-Z a-z 0-9 . _ : -", p.CCSessionID, MaxIDLen)
 		}
 		if p.Session == "" {
 			if p.Session = sessionOfPeer(); !sessionName.MatchString(p.Session) {
@@ -221,8 +219,8 @@ func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfP
 			}
 		}
 	}
-	if len(p.Description) > wire.MaxChannelDescription || !utf8.ValidString(p.Description) {
-		return nil, false, errorf(ErrInvalid, "description is %d bytes; give at most %d bytes of UTF-8", len(p.Description), wire.MaxChannelDescription)
+	if len(p.Description) > MaxDescription || !utf8.ValidString(p.Description) {
+		return nil, false, errorf(ErrInvalid, "description is %d bytes; give at most %d bytes of UTF-8", len(p.Description), MaxDescription)
 	}
 	if p.Session != "" {
 		why := fmt.Errorf("no proof was checked")
@@ -230,16 +228,16 @@ func (r *Registry) Register(l Listener, p wire.RegisterChannelParams, sessionOfP
 			why = mayBind(p.Session)
 		}
 		if why != nil {
-			return nil, false, errorf(ErrDenied, "binding a channel to session %q needs proof that the caller runs inside it: %v; register from a process of the session, or give its %s (session_token)", p.Session, why, wire.SessionTokenEnv)
+			return nil, false, errorf(ErrDenied, "binding a channel to session %q needs proof that the caller runs inside it: %v; register from a process of the session, or give its %s (session_token)", p.Session, why, TokenEnv)
 		}
 	}
-	ch := &channel{id: p.ChannelID, session: p.Session, cc: p.CCSessionID, desc: p.Description,
+	ch := &channel{id: p.ID, session: p.Session, cc: p.CCSessionID, desc: p.Description,
 		conn: l, reg: r, registered: time.Now(), gone: make(chan struct{})}
 	first, err = r.add(ch)
 	if err != nil {
 		return nil, false, err
 	}
-	return &wire.RegisterChannelResult{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, QueueCap: int(r.queueCap.Load())}, first, nil
+	return &Registered{ID: ch.id, Session: ch.session, CCSessionID: ch.cc, QueueCap: int(r.queueCap.Load())}, first, nil
 }
 
 // add registers ch; first is true when it is its listener's first channel.
@@ -349,7 +347,7 @@ func (r *Registry) DropListener(l Listener) {
 func (r *Registry) remember(d *droppedChannel) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byID[d.row.ChannelID] != nil {
+	if r.byID[d.row.ID] != nil {
 		return
 	}
 	r.expireLocked(time.Now())
@@ -360,9 +358,9 @@ func (r *Registry) remember(d *droppedChannel) {
 				oldest = o
 			}
 		}
-		delete(r.dropped, oldest.row.ChannelID)
+		delete(r.dropped, oldest.row.ID)
 	}
-	r.dropped[d.row.ChannelID] = d
+	r.dropped[d.row.ID] = d
 }
 
 // expireLocked forgets dropped channels older than DroppedKeep.
@@ -398,7 +396,7 @@ func (ch *channel) end() int {
 
 // Unregister ends l's channel id; it returns how many queued messages were
 // not written.
-func (r *Registry) Unregister(l Listener, id string) (*wire.UnregisterChannelResult, error) {
+func (r *Registry) Unregister(l Listener, id string) (*Unregistered, error) {
 	r.mu.Lock()
 	ch := r.byID[id]
 	if ch == nil {
@@ -412,7 +410,7 @@ func (r *Registry) Unregister(l Listener, id string) (*wire.UnregisterChannelRes
 	r.removeLocked(ch)
 	r.mu.Unlock()
 	n := ch.end()
-	return &wire.UnregisterChannelResult{ChannelID: ch.id, Undelivered: n}, nil
+	return &Unregistered{ID: ch.id, Undelivered: n}, nil
 }
 
 // find looks a channel up by id or by the session it is bound to (name or
@@ -442,7 +440,7 @@ func (r *Registry) find(id, sess string) (*channel, error) {
 // enqueue takes a message into the channel's queue and starts the writer
 // if none runs. It fails ErrBusy when the queue is full and ErrUnknown when
 // the channel has ended.
-func (r *Registry) enqueue(ch *channel, from wire.ChannelPeer, msg json.RawMessage, ack bool) (*delivery, error) {
+func (r *Registry) enqueue(ch *channel, from Peer, msg json.RawMessage, ack bool) (*delivery, error) {
 	dv := &delivery{size: len(msg), done: make(chan struct{})}
 	if ack {
 		dv.ackDone = make(chan struct{})
@@ -459,7 +457,7 @@ func (r *Registry) enqueue(ch *channel, from wire.ChannelPeer, msg json.RawMessa
 	}
 	ch.lastSeq++
 	ch.pushed++
-	dv.msg = wire.ChannelMessage{ChannelID: ch.id, Seq: ch.lastSeq, From: from, Message: msg, SentAt: time.Now().UTC(), Ack: ack}
+	dv.msg = Message{ChannelID: ch.id, Seq: ch.lastSeq, From: from, Body: msg, SentAt: time.Now().UTC(), Ack: ack}
 	if ch.head > 0 && ch.head == len(ch.queue) {
 		ch.queue, ch.head = ch.queue[:0], 0
 	}
@@ -497,7 +495,7 @@ func (ch *channel) writeLoop() {
 		ch.head++
 		ch.mu.Unlock()
 
-		err := ch.conn.Notify(wire.NotifyChannelMessage, &dv.msg)
+		err := ch.conn.Deliver(&dv.msg)
 
 		ch.mu.Lock()
 		if !ch.closed {
@@ -523,27 +521,27 @@ func (ch *channel) writeLoop() {
 }
 
 // Push queues p's message on its channel and waits until it is written,
-// and with p.Ack until it is acknowledged, at most p.TimeoutMS (zero is
+// and with p.Ack until it is acknowledged, at most p.Timeout (zero is
 // DefaultPushAckTimeout) for the acknowledgement. from is the pusher. When
 // ctx ends first, Push returns ctx.Err().
-func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error) {
-	if (p.ChannelID == "") == (p.Session == "") {
+func (r *Registry) Push(ctx context.Context, from Peer, p PushRequest) (*PushResult, error) {
+	if (p.ID == "") == (p.Session == "") {
 		return nil, errorf(ErrInvalid, "name the channel by channel_id or by session, exactly one of them")
 	}
 	if len(p.Message) == 0 {
 		return nil, errorf(ErrInvalid, "message is missing; give any JSON value, e.g. \"text\" or {\"k\": 1}")
 	}
-	if len(p.Message) > wire.MaxChannelMessage {
-		return nil, errorf(ErrInvalid, "message is %d bytes, over the limit of %d; send a path or a reference instead", len(p.Message), wire.MaxChannelMessage)
+	if len(p.Message) > MaxMessage {
+		return nil, errorf(ErrInvalid, "message is %d bytes, over the limit of %d; send a path or a reference instead", len(p.Message), MaxMessage)
 	}
-	if err := checkDurationMS("timeout_ms", p.TimeoutMS); err != nil {
-		return nil, err
+	if p.Timeout < 0 {
+		return nil, errorf(ErrInvalid, "timeout %s is negative; give zero (the default) or more", p.Timeout)
 	}
-	timeout := time.Duration(p.TimeoutMS) * time.Millisecond
+	timeout := p.Timeout
 	if timeout == 0 {
 		timeout = DefaultPushAckTimeout
 	}
-	ch, err := r.find(p.ChannelID, p.Session)
+	ch, err := r.find(p.ID, p.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +561,7 @@ func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushP
 		ch.forgetAck(dv)
 		return &PushTimeoutError{ChannelID: ch.id, Seq: dv.msg.Seq, Written: written, Timeout: timeout}
 	}
-	res := &wire.PushResult{ChannelID: ch.id, Seq: dv.msg.Seq, Routed: true, Queued: true}
+	res := &PushResult{ID: ch.id, Seq: dv.msg.Seq, Routed: true, Queued: true}
 	if !p.Ack {
 		// Delivery is asynchronous: a pusher never waits on a listener's
 		// socket, whatever the listener does.
@@ -602,23 +600,23 @@ func (r *Registry) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushP
 	return res, nil
 }
 
-// Ack releases l's pushes with ack up to and including p.Seq.
-func (r *Registry) Ack(l Listener, p wire.ChannelAckParams) (*wire.ChannelAckResult, error) {
-	if p.ChannelID == "" {
+// Ack releases l's pushes with ack on channel id up to and including seq.
+func (r *Registry) Ack(l Listener, id string, seq uint64) (*AckResult, error) {
+	if id == "" {
 		return nil, errorf(ErrInvalid, "channel_id is missing")
 	}
-	ch, err := r.find(p.ChannelID, "")
+	ch, err := r.find(id, "")
 	if err != nil {
 		return nil, err
 	}
 	if ch.conn != l {
 		return nil, errorf(ErrDenied, "channel %q belongs to %s; only its listener may acknowledge its messages", ch.id, ch.conn)
 	}
-	n, err := ch.ack(p.Seq)
+	n, err := ch.ack(seq)
 	if err != nil {
 		return nil, err
 	}
-	return &wire.ChannelAckResult{ChannelID: ch.id, Seq: p.Seq, Released: n}, nil
+	return &AckResult{ID: ch.id, Seq: seq, Released: n}, nil
 }
 
 // ack releases the pushes with ack up to and including seq.
@@ -658,32 +656,32 @@ func (ch *channel) forgetAck(dv *delivery) {
 }
 
 // List describes every channel, by id.
-func (r *Registry) List() *wire.ChannelListResult {
+func (r *Registry) List() []Row {
 	r.mu.Lock()
 	chs := make([]*channel, 0, len(r.byID))
 	for _, ch := range r.byID {
 		chs = append(chs, ch)
 	}
 	r.mu.Unlock()
-	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, 0, len(chs))}
+	rows := make([]Row, 0, len(chs))
 	for _, ch := range chs {
-		res.Channels = append(res.Channels, ch.row(r))
+		rows = append(rows, ch.row(r))
 	}
 	r.mu.Lock()
 	r.expireLocked(time.Now())
 	for _, d := range r.dropped {
-		res.Channels = append(res.Channels, d.row)
+		rows = append(rows, d.row)
 	}
 	r.mu.Unlock()
-	sort.SliceStable(res.Channels, func(i, j int) bool { return res.Channels[i].ChannelID < res.Channels[j].ChannelID })
-	return res
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	return rows
 }
 
 // row describes a live channel for channel.list.
-func (ch *channel) row(r *Registry) wire.ChannelRow {
+func (ch *channel) row(r *Registry) Row {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	return wire.ChannelRow{ChannelID: ch.id, Session: ch.session, CCSessionID: ch.cc, Description: ch.desc,
+	return Row{ID: ch.id, Session: ch.session, CCSessionID: ch.cc, Description: ch.desc,
 		Listener: ch.conn.ChannelPeer(), QueueDepth: len(ch.queue) - ch.head, QueueCap: int(r.queueCap.Load()),
 		Pushed: ch.pushed, Delivered: ch.delivered, Dropped: ch.droppedBefore, PendingAsks: ch.asks, RegisteredAt: ch.registered}
 }

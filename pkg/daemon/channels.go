@@ -1,9 +1,11 @@
 package daemon
 
-// Channels: the daemon serves pkg/channel's Registry. The handlers decode
-// the parameters, say who is calling, log the mutations, and leave the
-// rest (registry, queues, acknowledgements, asks) to the domain; its errors
-// become wire codes in toWireError.
+// Channels: the daemon serves pkg/channel's Registry as it serves sessions
+// and the screen. The handlers decode the wire's parameters into the
+// domain's requests, say who is calling, log the mutations, leave the rest
+// (registry, queues, acknowledgements, asks) to the domain and turn its
+// answers into the wire's results; its errors become wire codes in
+// toWireError.
 
 import (
 	"context"
@@ -17,15 +19,15 @@ import (
 // Channels is what the daemon needs from the channel component:
 // *channel.Registry, or a fake in tests.
 type Channels interface {
-	Register(l channel.Listener, p wire.RegisterChannelParams, sessionOfPeer func() string, mayBind func(session string) error) (res *wire.RegisterChannelResult, first bool, err error)
-	Unregister(l channel.Listener, id string) (*wire.UnregisterChannelResult, error)
+	Register(l channel.Listener, p channel.Registration, sessionOfPeer func() string, mayBind func(session string) error) (res *channel.Registered, first bool, err error)
+	Unregister(l channel.Listener, id string) (*channel.Unregistered, error)
 	DropListener(l channel.Listener)
 	Holds(l channel.Listener) bool
-	Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error)
-	Ack(l channel.Listener, p wire.ChannelAckParams) (*wire.ChannelAckResult, error)
-	Reply(l channel.Listener, p wire.ChannelReplyParams) (*wire.ChannelReplyResult, error)
-	Ask(ctx context.Context, asker wire.ChannelPeer, p wire.AskParams, record channel.Recorder) (routed bool, res *wire.AskResult, err error)
-	List() *wire.ChannelListResult
+	Push(ctx context.Context, from channel.Peer, p channel.PushRequest) (*channel.PushResult, error)
+	Ack(l channel.Listener, id string, seq uint64) (*channel.AckResult, error)
+	Reply(l channel.Listener, askID, text string) (*channel.ReplyResult, error)
+	Ask(ctx context.Context, asker channel.Peer, p channel.AskRequest, record channel.Recorder) (routed bool, res *channel.Answer, err error)
+	List() []channel.Row
 	OnDrop(f func(channel.DropInfo))
 	SetQueueCap(n int)
 	SetAskTimeout(d time.Duration)
@@ -46,8 +48,19 @@ func (d *Daemon) channelRoutes() []Route {
 
 // ChannelPeer says who is on the other end of the connection, for
 // pkg/channel (Conn is its Listener).
-func (c *Conn) ChannelPeer() wire.ChannelPeer {
-	return wire.ChannelPeer{PID: c.Peer.PID, UID: c.Peer.UID, Exe: c.Peer.Exe}
+func (c *Conn) ChannelPeer() channel.Peer {
+	return channel.Peer{PID: c.Peer.PID, UID: c.Peer.UID, Exe: c.Peer.Exe}
+}
+
+// Deliver writes a channel's message to its listener as a channel.message
+// notification.
+func (c *Conn) Deliver(m *channel.Message) error {
+	return c.Notify(wire.NotifyChannelMessage, &wire.ChannelMessage{ChannelID: m.ChannelID, Seq: m.Seq,
+		From: wirePeer(m.From), Message: m.Body, SentAt: m.SentAt, Ack: m.Ack})
+}
+
+func wirePeer(p channel.Peer) wire.ChannelPeer {
+	return wire.ChannelPeer{PID: p.PID, UID: p.UID, Exe: p.Exe}
 }
 
 func (d *Daemon) registerChannel(ctx context.Context, call *Call) (any, error) {
@@ -56,7 +69,8 @@ func (d *Daemon) registerChannel(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	mayBind := func(name string) error { return d.vouch(ctx, name, call.Conn.Peer, p.SessionToken) }
-	res, first, err := d.channels.Register(call.Conn, p, func() string { return sessionOfProcess(call.Conn.Peer.PID) }, mayBind)
+	reg := channel.Registration{ID: p.ChannelID, Session: p.Session, CCSessionID: p.CCSessionID, Description: p.Description}
+	res, first, err := d.channels.Register(call.Conn, reg, func() string { return sessionOfProcess(call.Conn.Peer.PID) }, mayBind)
 	if err != nil {
 		d.refused(call, err)
 		return nil, err
@@ -65,8 +79,8 @@ func (d *Daemon) registerChannel(ctx context.Context, call *Call) (any, error) {
 		// Runs at once if the connection already ended.
 		call.Conn.OnClose(func() { d.channels.DropListener(call.Conn) })
 	}
-	d.log.Info().Str("channel", res.ChannelID).Str("session", res.Session).Int("peer_pid", call.Conn.Peer.PID).Msg("channel registered")
-	return res, nil
+	d.log.Info().Str("channel", res.ID).Str("session", res.Session).Int("peer_pid", call.Conn.Peer.PID).Msg("channel registered")
+	return &wire.RegisterChannelResult{ChannelID: res.ID, Session: res.Session, CCSessionID: res.CCSessionID, QueueCap: res.QueueCap}, nil
 }
 
 func (d *Daemon) unregisterChannel(ctx context.Context, call *Call) (any, error) {
@@ -79,8 +93,8 @@ func (d *Daemon) unregisterChannel(ctx context.Context, call *Call) (any, error)
 		d.refused(call, err)
 		return nil, err
 	}
-	d.log.Info().Str("channel", res.ChannelID).Int("undelivered", res.Undelivered).Msg("channel unregistered")
-	return res, nil
+	d.log.Info().Str("channel", res.ID).Int("undelivered", res.Undelivered).Msg("channel unregistered")
+	return &wire.UnregisterChannelResult{ChannelID: res.ID, Undelivered: res.Undelivered}, nil
 }
 
 func (d *Daemon) pushToChannel(ctx context.Context, call *Call) (any, error) {
@@ -88,7 +102,16 @@ func (d *Daemon) pushToChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.channels.Push(ctx, call.Conn.ChannelPeer(), p)
+	timeout, err := msDuration(p.TimeoutMS, "timeout_ms")
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.channels.Push(ctx, call.Conn.ChannelPeer(),
+		channel.PushRequest{ID: p.ChannelID, Session: p.Session, Message: p.Message, Ack: p.Ack, Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	return &wire.PushResult{ChannelID: res.ID, Seq: res.Seq, Routed: res.Routed, Queued: res.Queued, Delivered: res.Delivered, Detail: res.Detail}, nil
 }
 
 func (d *Daemon) ackChannel(ctx context.Context, call *Call) (any, error) {
@@ -96,19 +119,26 @@ func (d *Daemon) ackChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.channels.Ack(call.Conn, p)
+	res, err := d.channels.Ack(call.Conn, p.ChannelID, p.Seq)
 	if err != nil {
 		d.refused(call, err)
 		return nil, err
 	}
-	return res, nil
+	return &wire.ChannelAckResult{ChannelID: res.ID, Seq: res.Seq, Released: res.Released}, nil
 }
 
 func (d *Daemon) listChannels(ctx context.Context, call *Call) (any, error) {
 	if _, err := decodeParams[struct{}](call); err != nil {
 		return nil, err
 	}
-	return d.channels.List(), nil
+	rows := d.channels.List()
+	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, len(rows))}
+	for i, r := range rows {
+		res.Channels[i] = wire.ChannelRow{ChannelID: r.ID, Session: r.Session, CCSessionID: r.CCSessionID, Description: r.Description,
+			Listener: wirePeer(r.Listener), QueueDepth: r.QueueDepth, QueueCap: r.QueueCap, Pushed: r.Pushed, Delivered: r.Delivered,
+			Dropped: r.Dropped, PendingAsks: r.PendingAsks, RegisteredAt: r.RegisteredAt, DroppedAt: r.DroppedAt}
+	}
+	return res, nil
 }
 
 func (d *Daemon) replyChannel(ctx context.Context, call *Call) (any, error) {
@@ -116,12 +146,12 @@ func (d *Daemon) replyChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.channels.Reply(call.Conn, p)
+	res, err := d.channels.Reply(call.Conn, p.AskID, p.Text)
 	if err != nil {
 		d.refused(call, err)
 		return nil, err
 	}
-	return res, nil
+	return &wire.ChannelReplyResult{AskID: res.AskID, Session: res.Session}, nil
 }
 
 // vouchSessions is the session manager's answer to "does this process run
@@ -177,10 +207,16 @@ func (d *Daemon) refused(call *Call, err error) {
 }
 
 // askViaChannel sends an ask through the session's channel when it has one
-// and p.Via allows it. routed is false when the ask should go to the
-// terminal instead.
-func (d *Daemon) askViaChannel(ctx context.Context, asker *Conn, p wire.AskParams) (routed bool, res *wire.AskResult, err error) {
-	return d.channels.Ask(ctx, asker.ChannelPeer(), p, d.recordChannelAsk)
+// and via allows it, with the ask's own timeout (zero: the channels'
+// default). routed is false when the ask should go to the terminal
+// instead.
+func (d *Daemon) askViaChannel(ctx context.Context, asker *Conn, p wire.AskParams, timeout time.Duration) (routed bool, res *wire.AskResult, err error) {
+	req := channel.AskRequest{Session: p.Name, Text: p.Text, Timeout: timeout, Via: channel.Via(p.Via)}
+	routed, a, err := d.channels.Ask(ctx, asker.ChannelPeer(), req, d.recordChannelAsk)
+	if !routed || err != nil {
+		return routed, nil, err
+	}
+	return true, &wire.AskResult{Name: a.Session, Answer: a.Text, Screen: []string{}, Reason: wire.AskReasonReply, ElapsedMS: a.Elapsed.Milliseconds()}, nil
 }
 
 // recordAskTimeout bounds recording a channel ask in its session's log.

@@ -113,7 +113,7 @@ func TestChannelRegisterPushList(t *testing.T) {
 	td := startDaemon(t, Config{})
 	l := newListener(t, td, false, nil)
 	gen := l.register(wire.RegisterChannelParams{})
-	if !strings.HasPrefix(gen.ChannelID, "ch-") || wire.ValidChannelID(gen.ChannelID) != nil || gen.QueueCap != channel.DefaultQueue {
+	if !strings.HasPrefix(gen.ChannelID, "ch-") || channel.ValidID(gen.ChannelID) != nil || gen.QueueCap != channel.DefaultQueue {
 		t.Errorf("generated registration = %+v, want a valid ch- id and queue cap %d", gen, channel.DefaultQueue)
 	}
 	named := l.register(wire.RegisterChannelParams{ChannelID: "svc:alerts-1", Session: "w1", CCSessionID: "0b7e-cc", Description: "alerts"})

@@ -125,7 +125,7 @@ type fakeChannels struct {
 	err error
 }
 
-func (f fakeChannels) Push(ctx context.Context, from wire.ChannelPeer, p wire.PushParams) (*wire.PushResult, error) {
+func (f fakeChannels) Push(ctx context.Context, from channel.Peer, p channel.PushRequest) (*channel.PushResult, error) {
 	return nil, f.err
 }
 func (fakeChannels) OnDrop(func(channel.DropInfo)) {}

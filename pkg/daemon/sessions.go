@@ -294,7 +294,7 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	default:
 		return nil, wire.Errorf(wire.CodeInvalidParams, "via %q is not auto, pty or channel", p.Via)
 	}
-	if routed, res, err := d.askViaChannel(ctx, call.Conn, p); routed {
+	if routed, res, err := d.askViaChannel(ctx, call.Conn, p, req.Timeout); routed {
 		return res, err
 	}
 	if p.Via == wire.ViaChannel {

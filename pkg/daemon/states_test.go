@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -78,9 +80,42 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 }
 
 // TestSessionTokenVariableIsTheContracts: the worker sets the variable the
-// wire client reads; spelled twice, once per side, they must agree.
+// wire client reads (and the channel component names in its refusals);
+// spelled once per side, they must agree.
 func TestSessionTokenVariableIsTheContracts(t *testing.T) {
-	if session.TokenEnv != wire.SessionTokenEnv {
-		t.Errorf("the session component sets %s, the wire client reads %s", session.TokenEnv, wire.SessionTokenEnv)
+	if session.TokenEnv != wire.SessionTokenEnv || channel.TokenEnv != wire.SessionTokenEnv {
+		t.Errorf("the session component sets %s, the channel component names %s, the wire client reads %s", session.TokenEnv, channel.TokenEnv, wire.SessionTokenEnv)
+	}
+}
+
+// TestChannelValuesAreTheContracts: the channel component's limits, ask
+// routes and the ask message it writes are the ones the contract states to
+// clients.
+func TestChannelValuesAreTheContracts(t *testing.T) {
+	for _, l := range []struct {
+		what             string
+		domain, contract int
+	}{
+		{"message", channel.MaxMessage, wire.MaxChannelMessage},
+		{"id", channel.MaxIDLen, wire.MaxChannelIDLen},
+		{"description", channel.MaxDescription, wire.MaxChannelDescription},
+		{"reply", channel.MaxReply, wire.MaxChannelReply},
+	} {
+		if l.domain != l.contract {
+			t.Errorf("the %s limit: the channel component's is %d, the contract's %d", l.what, l.domain, l.contract)
+		}
+	}
+	for _, v := range []struct {
+		domain   channel.Via
+		contract wire.AskVia
+	}{{channel.ViaAuto, wire.ViaAuto}, {channel.ViaPTY, wire.ViaPTY}, {channel.ViaChannel, wire.ViaChannel}} {
+		if string(v.domain) != string(v.contract) {
+			t.Errorf("ask route %q is %q in the contract", v.domain, v.contract)
+		}
+	}
+	domain, _ := json.Marshal(channel.AskMessage{Kind: channel.AskMessageKind, AskID: "ask-1", Text: "6*7?"})
+	contract, _ := json.Marshal(wire.ChannelAsk{Kind: wire.ChannelAskKind, AskID: "ask-1", Text: "6*7?"})
+	if string(domain) != string(contract) {
+		t.Errorf("the ask message the channel component writes is %s; the contract's is %s", domain, contract)
 	}
 }

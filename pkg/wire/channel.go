@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"time"
 )
@@ -30,7 +29,9 @@ const (
 	// MaxChannelMessage bounds a pushed message (its JSON text) so one
 	// message cannot hold a large share of a channel's queue.
 	MaxChannelMessage = 64 << 10
-	// MaxChannelIDLen bounds a channel id; ids are names, not payloads.
+	// MaxChannelIDLen bounds a channel id; ids are names, not payloads:
+	// 1 to MaxChannelIDLen characters of [A-Za-z0-9._:-], the same for
+	// cc_session_id.
 	MaxChannelIDLen = 128
 	// MaxChannelDescription bounds a channel's description, shown by
 	// channel.list.
@@ -44,29 +45,9 @@ const (
 // session's channel: a ChannelAsk.
 const ChannelAskKind = "ask"
 
-// ValidChannelID checks a channel id: 1 to MaxChannelIDLen characters of
-// [A-Za-z0-9._:-]. The same grammar holds for cc_session_id. The error
-// names what is wrong, for people.
-func ValidChannelID(id string) error {
-	if id == "" {
-		return fmt.Errorf("channel id is empty; give 1 to %d characters of A-Z a-z 0-9 . _ : -, or none to have one made", MaxChannelIDLen)
-	}
-	if len(id) > MaxChannelIDLen {
-		return fmt.Errorf("channel id is %d characters, over the limit of %d", len(id), MaxChannelIDLen)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
-		if !ok {
-			return fmt.Errorf("channel id %.40q holds %q at byte %d; use only A-Z a-z 0-9 . _ : -", id, c, i)
-		}
-	}
-	return nil
-}
-
 // RegisterChannelParams register a channel on the calling connection.
 type RegisterChannelParams struct {
-	// ChannelID names the channel (see ValidChannelID); empty has the
+	// ChannelID names the channel (see MaxChannelIDLen); empty has the
 	// daemon make one. An id that a live connection holds is refused busy.
 	ChannelID string `json:"channel_id,omitempty"`
 	// Session binds the channel to the session of that name: agent.ask on
