@@ -393,6 +393,20 @@ func reconcileVerb() verb {
 	}
 }
 
+// sendResult is what `agentctl send` did: the daemon answers only success.
+type sendResult struct {
+	Name      string   `json:"name"`
+	TextBytes int      `json:"text_bytes"`
+	Keys      []string `json:"keys"`
+}
+
+// resizeResult is the size `agentctl resize` gave the session.
+type resizeResult struct {
+	Name string `json:"name"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}
+
 func sendVerb() verb {
 	var keys string
 	return verb{
@@ -426,7 +440,13 @@ func sendVerb() verb {
 			if err := c.Send(ctx, p); err != nil {
 				return nil, err
 			}
-			return nil, nil
+			// The daemon answers nothing but success; the result says
+			// what was sent, so every envelope has one.
+			r := &sendResult{Name: p.Name, TextBytes: len(p.Text), Keys: p.Keys}
+			if r.Keys == nil {
+				r.Keys = []string{}
+			}
+			return r, nil
 		},
 		human: func(io.Writer, any) error { return nil },
 	}
@@ -575,7 +595,10 @@ func resizeVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			return nil, c.Resize(ctx, p)
+			if err := c.Resize(ctx, p); err != nil {
+				return nil, err
+			}
+			return &resizeResult{Name: p.Name, Cols: p.Cols, Rows: p.Rows}, nil
 		},
 		human: func(io.Writer, any) error { return nil },
 	}
