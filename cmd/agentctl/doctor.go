@@ -123,7 +123,7 @@ func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) 
 	c := doctorCheck{Name: "daemon"}
 	var h wire.HelloResult
 	if err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h); err != nil {
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = checkFail, explainSocket(err).Error()
 		c.Fix = "start it: systemctl --user start agentd.socket, or run agentd; agentctl --socket names another socket"
 		return nil, c
 	}

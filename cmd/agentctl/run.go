@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -258,12 +259,37 @@ func (d *detailedError) Unwrap() error { return d.err }
 
 // fail reports err (on stderr, or as a JSON envelope) and returns its exit status.
 func (e *env) fail(command string, err error) int {
+	err = explainSocket(err)
 	if e.json {
 		return e.envelope(command, typeError, nil, err)
 	}
 	fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
 	printTimeoutDetails(e.stderr, err)
 	return exitCode(err)
+}
+
+// maxSocketPath is the longest path a Unix socket address holds: sun_path
+// is 108 bytes with its terminating NUL.
+const maxSocketPath = 107
+
+// explainSocket turns a dial that failed because the socket's path cannot
+// fit in a Unix socket address (the kernel says only "invalid argument",
+// which reads as a daemon problem) into a usage error that names the limit
+// and where the path came from. No agentd can ever be reached there.
+func explainSocket(err error) error {
+	var ue *wire.UnreachableError
+	if !errors.As(err, &ue) || len(ue.Socket) <= maxSocketPath {
+		return err
+	}
+	from, fix := "--socket", "give a shorter path with --socket or $"+wire.SocketEnv
+	switch {
+	case ue.Socket == os.Getenv(wire.SocketEnv):
+		from = "$" + wire.SocketEnv
+	case ue.Socket == wire.DefaultSocketPath():
+		from, fix = "$XDG_RUNTIME_DIR", "set a shorter $XDG_RUNTIME_DIR, or "+fix
+	}
+	return usagef("socket path %s (from %s) is %d bytes, over the %d a Unix socket path holds (108 with its NUL); %s",
+		ue.Socket, from, len(ue.Socket), maxSocketPath, fix)
 }
 
 // timeoutScreenLines is how much of the screen a timeout shows a person:
