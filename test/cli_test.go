@@ -217,6 +217,21 @@ func TestListSortsNaturallyFitsAndFilters(t *testing.T) {
 	if out := h.ctl(0, "list", "-q", "--status", "running,exited"); out != "done\nw-1\nw-2\nw-10\n" {
 		t.Errorf("list -q --status running,exited = %q", out)
 	}
+	// Repeated, the flags add up like the comma form.
+	if out := h.ctl(0, "list", "--status", "running", "--status", "exited", "-q"); out != "done\nw-1\nw-2\nw-10\n" {
+		t.Errorf("list --status running --status exited -q = %q", out)
+	}
+	// A narrow terminal: columns go before the table wraps.
+	out, _, _ = h.agentctlAt(t.TempDir(), []string{"COLUMNS=40"}, "list")
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(l); n > 40 {
+			t.Errorf("COLUMNS=40: a line of %d columns: %q", n, l)
+		}
+	}
+	// Tab after --status offers the statuses, without asking the daemon.
+	if out, _, _ := h.agentctl("", "__complete", "list", "--status", "ex"); !strings.HasPrefix(out, "exiting\nexited\n") {
+		t.Errorf("completing list --status ex: %q, want exiting and exited", out)
+	}
 	if _, errOut, code := h.agentctl("", "list", "--status", "runing"); code != wire.ExitUsage || !strings.Contains(errOut, "running") {
 		t.Errorf("list --status runing: exit %d, %q; want usage naming the statuses", code, errOut)
 	}

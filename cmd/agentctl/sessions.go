@@ -138,10 +138,10 @@ func askVerb() verb {
 }
 
 func listVerb() verb {
-	var status string
+	var status []string
 	var quiet bool
 	return verb{
-		use: "list [-q] [--status STATUS[,STATUS]]", summary: "list sessions", quick: true,
+		use: "list [-q] [--status STATUS[,STATUS]]...", summary: "list sessions", quick: true,
 		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
 			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
 			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
@@ -149,17 +149,19 @@ func listVerb() verb {
 			"is damaged), unresponsive (its worker has not answered for the time shown; agentctl stop\n" +
 			"--force NAME ends it).",
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&status, "status", "", "only these statuses, comma-separated (running,exited)")
+			// A slice: repeated --status flags add up, like the comma form.
+			fs.StringSliceVar(&status, "status", nil, "only these statuses, comma-separated or repeated (running,exited)")
 			fs.BoolVarP(&quiet, "quiet", "q", false, "print only the names")
 		},
+		flagComplete: map[string]completeKind{"status": completeStatus},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			var p wire.ListParams
-			if status != "" {
-				for _, s := range strings.Split(status, ",") {
-					st := wire.Status(strings.TrimSpace(s))
-					if !slices.Contains(wire.Statuses, st) {
-						return nil, usagef("--status %q: not a status; the statuses are %s", s, statusNames())
-					}
+			for _, s := range status {
+				st := wire.Status(strings.TrimSpace(s))
+				if !slices.Contains(wire.Statuses, st) {
+					return nil, usagef("--status %q: not a status; the statuses are %s", s, statusNames())
+				}
+				if !slices.Contains(p.Status, st) {
 					p.Status = append(p.Status, st)
 				}
 			}
@@ -196,7 +198,8 @@ func statusNames() string {
 
 // printSessions writes list's table. The command is the last column and the
 // one cut to fit width (0: no limit): the other columns are short and say
-// which session it is, so they are kept whole, as ps does.
+// which session it is, so they are kept whole, as ps does; below about 60
+// columns PID, ACTIVE, AGE and EXIT are left out, in that order.
 func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time) error {
 	table := [][]string{{"NAME", "STATUS", "PID", "AGE", "ACTIVE", "EXIT", "COMMAND"}}
 	for _, s := range rows {
@@ -226,13 +229,29 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
+	// On a narrow terminal, the columns a person needs least to tell
+	// sessions apart go first, until the command has room to be read:
+	// a table wider than the terminal wraps into noise.
+	keep := make([]bool, last)
 	prefix := 0
-	for _, wd := range widths {
+	for i, wd := range widths {
+		keep[i] = true
 		prefix += wd + gap
+	}
+	const minCommand = 16
+	for _, drop := range []int{2, 4, 3, 5} { // PID, ACTIVE, AGE, EXIT
+		if width <= 0 || prefix+minCommand <= width {
+			break
+		}
+		keep[drop] = false
+		prefix -= widths[drop] + gap
 	}
 	var b strings.Builder
 	for _, row := range table {
 		for i, cell := range row[:last] {
+			if !keep[i] {
+				continue
+			}
 			b.WriteString(cell)
 			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
 		}
