@@ -311,6 +311,28 @@ func TestATimeoutShowsWhatWasSeenOnStderr(t *testing.T) {
 	if code != 21 || out != "" || !strings.Contains(errOut, "last lines of the screen:\n") || !strings.Contains(errOut, "  the-last-thing-printed") {
 		t.Errorf("wait past its timeout: exit %d, stdout %q, stderr:\n%s\nwant 21 and the screen's last lines on stderr", code, out, errOut)
 	}
+	// Once: not escaped in the message too, no partial answer for a wait
+	// (it has none), and no blank rows after the screen's last line.
+	if n := strings.Count(errOut, "the-last-thing-printed"); n != 1 || strings.Contains(errOut, "partial answer") ||
+		!strings.HasSuffix(errOut, "the-last-thing-printed\n") || !strings.HasPrefix(errOut, "agentctl: wait on session \"s1\" ran past its 1s deadline") {
+		t.Errorf("wait past its timeout, stderr:\n%s\nwant a short message, then the screen's last line once and nothing after it", errOut)
+	}
+}
+
+func TestCLIStatusOfAnEndedSessionSaysItsPidsAreHistory(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "live", "--", "cat")
+	t.Cleanup(h.stopAll)
+	h.ctl(0, "spawn", "ended", "--", "true")
+	h.ctl(0, "--timeout", "20s", "wait", "ended", "--exit")
+	if out := h.ctl(0, "status", "ended"); !regexp.MustCompile(`pids: +none running \(were program \d+, worker \d+`).MatchString(out) {
+		t.Errorf("status of an ended session:\n%s\nwant its pids said to be those of the ended processes", out)
+	}
+	if out := h.ctl(0, "status", "live"); !regexp.MustCompile(`pids: +program \d+, worker \d+\n`).MatchString(out) {
+		t.Errorf("status of a running session:\n%s\nwant its pids", out)
+	}
 }
 
 // completionScript is a shell program that loads agentctl's completion

@@ -263,8 +263,9 @@ func (e *env) fail(command string, err error) int {
 	if e.json {
 		return e.envelope(command, typeError, nil, err)
 	}
-	fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
-	printTimeoutDetails(e.stderr, err)
+	if !printTimeout(e.stderr, err) {
+		fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
+	}
 	return exitCode(err)
 }
 
@@ -296,22 +297,27 @@ func explainSocket(err error) error {
 // the bottom of it, where the program was waiting.
 const timeoutScreenLines = 10
 
-// printTimeoutDetails prints what an ask or wait saw before its deadline:
-// the daemon's message says they are attached, and in human mode this is
-// where a person sees them.
-func printTimeoutDetails(w io.Writer, err error) {
+// printTimeout prints an ask's or wait's timeout for a person, from the
+// details the daemon attached, and says whether it did (false: print err as
+// it is). The daemon's message carries the screen's last rows escaped on one
+// line, for logs and JSON; here they are shown once, as rows: the message
+// short, the partial answer when an ask has one, then the last rows of the
+// screen that are not blank.
+func printTimeout(w io.Writer, err error) bool {
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != wire.CodeTimeout || len(we.Details) == 0 {
-		return
+		return false
 	}
 	var d wire.TimeoutDetails
-	if json.Unmarshal(we.Details, &d) != nil || (d.Partial == "" && len(d.Screen) == 0) {
-		return
+	if json.Unmarshal(we.Details, &d) != nil || d.Op == "" || (d.Partial == "" && len(d.Screen) == 0) {
+		return false
 	}
+	fmt.Fprintf(w, "agentctl: %s on session %q ran past its %s deadline; raise --timeout or check the program\n",
+		d.Op, d.Name, time.Duration(d.TimeoutMS)*time.Millisecond)
 	if d.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", d.Hint)
 	}
-	if p := strings.TrimRight(d.Partial, "\n"); p != "" {
+	if p := strings.TrimRight(d.Partial, "\n"); p != "" && d.Op == "ask" {
 		fmt.Fprintf(w, "partial answer:\n%s\n", indent(p))
 	}
 	screen := d.Screen
@@ -324,6 +330,7 @@ func printTimeoutDetails(w io.Writer, err error) {
 	if len(screen) > 0 {
 		fmt.Fprintf(w, "last lines of the screen:\n%s\n", indent(strings.Join(screen, "\n")))
 	}
+	return true
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }

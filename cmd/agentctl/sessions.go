@@ -188,6 +188,17 @@ func listVerb() verb {
 	}
 }
 
+// processesLive says whether a session in status st still has its
+// program and worker: an ended session's pids are history, and may be
+// other programs' by now.
+func processesLive(st wire.Status) bool {
+	switch st {
+	case wire.StatusRunning, wire.StatusStarting, wire.StatusExiting, wire.StatusUnresponsive:
+		return true
+	}
+	return false
+}
+
 func statusNames() string {
 	var names []string
 	for _, s := range wire.Statuses {
@@ -206,7 +217,7 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		pid, active := "-", "-"
 		// An ended session's pid is history, and may be another
 		// program's by now.
-		if s.PID > 0 && (s.Status == wire.StatusRunning || s.Status == wire.StatusStarting || s.Status == wire.StatusExiting || s.Status == wire.StatusUnresponsive) {
+		if s.PID > 0 && processesLive(s.Status) {
 			pid = fmt.Sprint(s.PID)
 		}
 		status := string(s.Status)
@@ -318,7 +329,15 @@ func statusVerb() verb {
 			}
 			row("command", shellJoin(s.Argv))
 			row("cwd", s.Cwd)
-			row("pids", fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID))
+			// The JSON keeps the daemon's pids as it answered them (the
+			// result is the daemon's); a person is told they are history.
+			pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
+			if s.ProgramPID == 0 && s.WorkerPID == 0 {
+				pids = "none"
+			} else if !processesLive(s.Status) {
+				pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
+			}
+			row("pids", pids)
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
 			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
 			row("created", s.CreatedAt.Local().Format(time.DateTime))
