@@ -100,7 +100,7 @@ func askVerb() verb {
 		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
 			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the partial answer and the last lines of the screen on stderr.",
-		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL'",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL|Error'",
 		args:          exactArgs(2),
 		complete:      completeSession,
 		serverTimeout: true,
@@ -546,6 +546,11 @@ func waitVerb() verb {
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
+			if p.Until == "" && p.IdleMS == 0 && !p.Exit {
+				// Said here, in the flags' names; the daemon can only
+				// name its parameters.
+				return nil, usagef("wait needs a condition: give --until REGEXP, --idle DURATION or --exit; see agentctl wait --help")
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
