@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestEveryVerbHasItsOwnHelp(t *testing.T) {
 		}
 	}
 	// The top-level help still ends with the exit statuses.
-	if out, _, code := h.agentctl("", "--help"); code != 0 || !strings.Contains(out, "Exit status:") || !strings.Contains(out, "69  unreachable") {
+	if out, _, code := h.agentctl("", "--help"); code != 0 || !strings.Contains(out, "Exit status:") || !regexp.MustCompile(`69 +unreachable`).MatchString(out) {
 		t.Errorf("agentctl --help: exit %d\n%s\nwant the exit table", code, out)
 	}
 }
@@ -60,6 +61,7 @@ func TestUnknownCommandsAndTopicsAreUsageErrors(t *testing.T) {
 		{[]string{"channel", "shout"}, `unknown channel command "shout"`},
 		{[]string{"list", "--nope"}, "unknown flag: --nope; see agentctl list --help"},
 		{[]string{"status"}, "usage: agentctl status NAME"},
+		{[]string{"wait", "py"}, "give --until REGEXP, --idle DURATION or --exit"},
 	} {
 		_, errOut, code := h.agentctl("", tc.args...)
 		if code != wire.ExitUsage || !strings.Contains(errOut, tc.want) {
@@ -216,6 +218,21 @@ func TestListSortsNaturallyFitsAndFilters(t *testing.T) {
 	if out := h.ctl(0, "list", "-q", "--status", "running,exited"); out != "done\nw-1\nw-2\nw-10\n" {
 		t.Errorf("list -q --status running,exited = %q", out)
 	}
+	// Repeated, the flags add up like the comma form.
+	if out := h.ctl(0, "list", "--status", "running", "--status", "exited", "-q"); out != "done\nw-1\nw-2\nw-10\n" {
+		t.Errorf("list --status running --status exited -q = %q", out)
+	}
+	// A narrow terminal: columns go before the table wraps.
+	out, _, _ = h.agentctlAt(t.TempDir(), []string{"COLUMNS=40"}, "list")
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(l); n > 40 {
+			t.Errorf("COLUMNS=40: a line of %d columns: %q", n, l)
+		}
+	}
+	// Tab after --status offers the statuses, without asking the daemon.
+	if out, _, _ := h.agentctl("", "__complete", "list", "--status", "ex"); !strings.HasPrefix(out, "exiting\nexited\n") {
+		t.Errorf("completing list --status ex: %q, want exiting and exited", out)
+	}
 	if _, errOut, code := h.agentctl("", "list", "--status", "runing"); code != wire.ExitUsage || !strings.Contains(errOut, "running") {
 		t.Errorf("list --status runing: exit %d, %q; want usage naming the statuses", code, errOut)
 	}
@@ -294,6 +311,28 @@ func TestATimeoutShowsWhatWasSeenOnStderr(t *testing.T) {
 	out, errOut, code := h.agentctl("", "--timeout", "1s", "wait", "s1", "--until", "never-printed")
 	if code != 21 || out != "" || !strings.Contains(errOut, "last lines of the screen:\n") || !strings.Contains(errOut, "  the-last-thing-printed") {
 		t.Errorf("wait past its timeout: exit %d, stdout %q, stderr:\n%s\nwant 21 and the screen's last lines on stderr", code, out, errOut)
+	}
+	// Once: not escaped in the message too, no partial answer for a wait
+	// (it has none), and no blank rows after the screen's last line.
+	if n := strings.Count(errOut, "the-last-thing-printed"); n != 1 || strings.Contains(errOut, "partial answer") ||
+		!strings.HasSuffix(errOut, "the-last-thing-printed\n") || !strings.HasPrefix(errOut, "agentctl: wait on session \"s1\" ran past its 1s deadline") {
+		t.Errorf("wait past its timeout, stderr:\n%s\nwant a short message, then the screen's last line once and nothing after it", errOut)
+	}
+}
+
+func TestCLIStatusOfAnEndedSessionSaysItsPidsAreHistory(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "live", "--", "cat")
+	t.Cleanup(h.stopAll)
+	h.ctl(0, "spawn", "ended", "--", "true")
+	h.ctl(0, "--timeout", "20s", "wait", "ended", "--exit")
+	if out := h.ctl(0, "status", "ended"); !regexp.MustCompile(`pids: +none running \(were program \d+, worker \d+`).MatchString(out) {
+		t.Errorf("status of an ended session:\n%s\nwant its pids said to be those of the ended processes", out)
+	}
+	if out := h.ctl(0, "status", "live"); !regexp.MustCompile(`pids: +program \d+, worker \d+\n`).MatchString(out) {
+		t.Errorf("status of a running session:\n%s\nwant its pids", out)
 	}
 }
 

@@ -27,6 +27,7 @@ func attachVerb() verb {
 	return verb{
 		use: "attach NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
 		args: exactArgs(1), complete: completeSession,
+		interactive: "agentctl snapshot NAME --json gives the screen as data",
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&readOnly, "read-only", false, "watch without typing")
 		},

@@ -25,6 +25,7 @@ const (
 	completeSession                     // a session name
 	completeChannel                     // a channel id
 	completeFiles                       // a file: the shell's own completion
+	completeStatus                      // session statuses, comma-separated (list --status)
 )
 
 // completionTimeout bounds the daemon's answer to a Tab.
@@ -55,6 +56,20 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 		return nil, cobra.ShellCompDirectiveDefault
 	case completeNone:
 		return nil, cobra.ShellCompDirectiveNoFileComp
+	case completeStatus:
+		// The list is the client's own: no daemon needed. After a comma,
+		// the next status of the list.
+		head, last := "", prefix
+		if i := strings.LastIndexByte(prefix, ','); i >= 0 {
+			head, last = prefix[:i+1], prefix[i+1:]
+		}
+		var out []cobra.Completion
+		for _, st := range wire.Statuses {
+			if strings.HasPrefix(string(st), last) {
+				out = append(out, head+string(st))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()

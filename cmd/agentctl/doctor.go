@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,7 +113,9 @@ func (e *env) doctor(ctx context.Context) *doctorResult {
 		add(c)
 	}
 	add(checkFreeSpace(stateDir))
-	add(checkMCPConfig())
+	for _, c := range checkMCPConfig() {
+		add(c)
+	}
 	return r
 }
 
@@ -120,7 +123,7 @@ func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) 
 	c := doctorCheck{Name: "daemon"}
 	var h wire.HelloResult
 	if err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h); err != nil {
-		c.Status, c.Detail = checkFail, err.Error()
+		c.Status, c.Detail = checkFail, explainSocket(err).Error()
 		c.Fix = "start it: systemctl --user start agentd.socket, or run agentd; agentctl --socket names another socket"
 		return nil, c
 	}
@@ -332,43 +335,71 @@ type mcpConfig struct {
 const bridgeConfig = `{"mcpServers": {"agentd": {"command": "agentctl", "args": ["channel", "mcp"]}}}`
 
 // checkMCPConfig looks for the Claude Code bridge (agentctl channel mcp) in
-// the current directory's .mcp.json, where Claude Code reads it.
-func checkMCPConfig() doctorCheck {
+// the current directory's .mcp.json, where Claude Code reads it. A project
+// may name only agentctl's MCP server (agentctl mcp, the README's Models
+// section) and ask nothing through a channel: that is a setup of its own,
+// so the server's binary is checked and the bridge is skipped, not failed.
+func checkMCPConfig() []doctorCheck {
 	c := doctorCheck{Name: "claude code bridge"}
 	b, err := os.ReadFile(".mcp.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = checkSkipped, "no .mcp.json in this directory; the bridge is configured per project: "+bridgeConfig
-		return c
+		return []doctorCheck{c}
 	}
 	if err != nil {
 		c.Status, c.Detail, c.Fix = checkFail, err.Error(), "make .mcp.json readable"
-		return c
+		return []doctorCheck{c}
 	}
 	var cfg mcpConfig
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		c.Status, c.Detail, c.Fix = checkFail, ".mcp.json is not valid JSON: "+err.Error(), "fix the JSON; the bridge's entry is "+bridgeConfig
-		return c
+		return []doctorCheck{c}
 	}
-	for name, s := range cfg.MCPServers {
-		if filepath.Base(s.Command) != "agentctl" || !slices.Equal(s.Args, []string{"channel", "mcp"}) && !(len(s.Args) > 2 && s.Args[0] == "channel" && s.Args[1] == "mcp") {
+	names := slices.Sorted(maps.Keys(cfg.MCPServers)) // the same server first each run
+	var tools *doctorCheck
+	for _, name := range names {
+		s := cfg.MCPServers[name]
+		if filepath.Base(s.Command) != "agentctl" || len(s.Args) == 0 {
 			continue
 		}
-		path, err := exec.LookPath(s.Command)
-		if err != nil {
-			c.Status, c.Detail = checkFail, fmt.Sprintf("server %q runs %s, which is not on $PATH", name, s.Command)
-			c.Fix = "give the full path to agentctl in .mcp.json, or install it on $PATH (make install)"
-			return c
+		switch {
+		case len(s.Args) >= 2 && s.Args[0] == "channel" && s.Args[1] == "mcp":
+			c.Status, c.Detail, c.Fix = checkMCPBinary(name, s.Command, "channel mcp")
+			return []doctorCheck{c}
+		case s.Args[0] == "mcp" && tools == nil:
+			tools = &doctorCheck{Name: "mcp server"}
+			tools.Status, tools.Detail, tools.Fix = checkMCPBinary(name, s.Command, "mcp")
 		}
-		if _, err := mcpBinaryBeside(path); err != nil {
-			c.Status, c.Detail, c.Fix = checkFail, err.Error(), "make install puts agentctl-mcp beside agentctl"
-			return c
-		}
-		c.Status, c.Detail = checkPass, fmt.Sprintf("server %q runs %s channel mcp", name, path)
-		return c
+	}
+	if tools != nil {
+		c.Status = checkSkipped
+		c.Detail = ".mcp.json runs agentctl mcp (agentd's tools for a model) and not the channel bridge, which only asks through a channel need (agentctl ask to a Claude Code session); to add it: " + bridgeConfig
+		return []doctorCheck{*tools, c}
 	}
 	c.Status, c.Detail = checkFail, ".mcp.json has no server running agentctl channel mcp"
 	c.Fix = "add the bridge to .mcp.json: " + bridgeConfig
-	return c
+	return []doctorCheck{c}
+}
+
+// checkMCPBinary checks that the server name of .mcp.json can run command
+// (agentctl, by name on $PATH or by path) and that agentctl-mcp is beside it.
+func checkMCPBinary(name, command, sub string) (status, detail, fix string) {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		switch {
+		case !strings.Contains(command, "/"):
+			return checkFail, fmt.Sprintf("server %q runs %s, which is not on $PATH", name, command),
+				"give the full path to agentctl in .mcp.json, or install it on $PATH (make install)"
+		case errors.Is(err, fs.ErrNotExist):
+			return checkFail, fmt.Sprintf("server %q runs %s, which does not exist", name, command),
+				"fix the path in .mcp.json (command -v agentctl prints where it is), or install agentctl there (make install)"
+		}
+		return checkFail, fmt.Sprintf("server %q runs %s: %v", name, command, err), "make " + command + " an executable file (chmod +x), or fix the path in .mcp.json"
+	}
+	if _, err := mcpBinaryBeside(path); err != nil {
+		return checkFail, err.Error(), "make install puts agentctl-mcp beside agentctl"
+	}
+	return checkPass, fmt.Sprintf("server %q runs %s %s", name, path, sub), ""
 }
 
 // defaultStateDir is where agentd keeps its state unless configured

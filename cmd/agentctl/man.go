@@ -29,6 +29,10 @@ func manVerb() verb {
 			// The whole tree: this run's has only __man.
 			root := newRoot(&env{stdin: e.stdin, stdout: io.Discard, stderr: io.Discard}, nil)
 			root.Long += "\n\nEXIT STATUS\n" + exitTable()
+			// The socket's default is computed from the environment of
+			// whoever runs agentctl; a page shows the rule, not the path
+			// of the machine that made it.
+			root.PersistentFlags().Lookup("socket").DefValue = "$AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock"
 			// Reproducible builds set the date they were made.
 			date := time.Now()
 			if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
@@ -37,7 +41,9 @@ func manVerb() verb {
 			if err := os.MkdirAll(args[0], 0o755); err != nil {
 				return nil, err
 			}
-			header := &doc.GenManHeader{Title: "AGENTCTL", Section: "1", Date: &date,
+			// No Title: each page is titled by its own command
+			// (AGENTCTL-SPAWN), as cobra does when it is left empty.
+			header := &doc.GenManHeader{Section: "1", Date: &date,
 				Source: "agentd " + buildinfo.Version, Manual: "agentd manual"}
 			return nil, doc.GenManTree(root, header, args[0])
 		},

@@ -66,6 +66,41 @@ func TestListFitsTheWidthCuttingTheCommand(t *testing.T) {
 	}
 }
 
+func TestListOnANarrowTerminalLeavesOutColumns(t *testing.T) {
+	now := time.Now()
+	rows := []wire.SessionRow{
+		{Name: "build-frontend", Status: wire.StatusRunning, PID: 424242, Command: []string{"npm", "run", "build", "--", "--watch"}, AgeMS: 5000,
+			LastActivity: now.Add(-3 * time.Second)},
+	}
+	for _, tc := range []struct {
+		width   int
+		without []string
+		with    []string
+	}{
+		{40, []string{"PID", "ACTIVE", "AGE", "EXIT", "424242"}, []string{"NAME", "STATUS", "COMMAND", "build-frontend", "running", "npm run", "…"}},
+		{60, []string{"PID"}, []string{"AGE", "ACTIVE", "EXIT", "…"}},
+		{100, nil, []string{"PID", "ACTIVE", "AGE", "EXIT", "424242", "npm run build -- --watch"}},
+	} {
+		var b strings.Builder
+		printSessions(&b, rows, tc.width, now)
+		for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if n := len([]rune(l)); n > tc.width {
+				t.Errorf("width %d: a line of %d columns: %q", tc.width, n, l)
+			}
+		}
+		for _, w := range tc.without {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("width %d: the table has %q:\n%s", tc.width, w, b.String())
+			}
+		}
+		for _, w := range tc.with {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("width %d: the table lacks %q:\n%s", tc.width, w, b.String())
+			}
+		}
+	}
+}
+
 func TestVerbNameSkipsGlobalFlagsAndTheirValues(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -60,6 +60,11 @@ type verb struct {
 	subs []verb
 	// hidden keeps a verb out of help, completion and man pages.
 	hidden bool
+	// interactive marks verbs that put the terminal's bytes on stdout
+	// (attach, watch): they have no JSON to give, so --json is refused
+	// rather than mixing raw output with an envelope. It says what to
+	// run instead.
+	interactive string
 }
 
 // verbTable is agentctl's command table, by name; help and completion come
@@ -139,7 +144,17 @@ func newRoot(e *env, args []string) *cobra.Command {
 		// script that forgot its verb.
 		RunE: func(c *cobra.Command, args []string) error {
 			if v, _ := c.Flags().GetBool("version"); v {
+				if e.json {
+					// The version verb's shape, without asking the daemon.
+					e.ran, e.command, e.result = true, "version", &versionResult{Client: buildinfo.Version}
+					return nil
+				}
 				fmt.Fprintf(c.OutOrStdout(), "agentctl %s\n", buildinfo.Version)
+				return nil
+			}
+			if e.json {
+				// A script gets an envelope, not the help.
+				e.ran, e.command, e.err = true, "agentctl", usagef("agentctl needs a command; see agentctl --help")
 				return nil
 			}
 			c.Help()
@@ -226,6 +241,10 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 	}
 	c.RunE = func(c *cobra.Command, args []string) error {
 		e.ran, e.command, e.verb, e.cmd = true, commandName(c), &v, c
+		if v.interactive != "" && e.json {
+			e.err = usagef("%s is interactive: it writes a terminal's bytes, not JSON; leave out --json (%s)", e.command, v.interactive)
+			return nil
+		}
 		if !v.quick && e.catchSignals != nil {
 			e.catchSignals()
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,6 +101,10 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		if err == nil {
 			return wire.ExitOK
 		}
+		// Cobra stops at the first flag it does not know, so a --json
+		// after it was never parsed; the script asked for an envelope
+		// all the same.
+		e.json = e.json || jsonWanted(args)
 		if e.command == "" {
 			e.command = commandName(found)
 		}
@@ -116,6 +121,20 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		e.client.Close()
 	}
 	return e.finish(ctx)
+}
+
+// jsonWanted says whether --json is on the command line before "--"
+// (after it come a command's words, never flags).
+func jsonWanted(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine folds cobra's multi-line messages ("unknown command ...\n\nDid
@@ -142,8 +161,7 @@ func (e *env) finish(ctx context.Context) int {
 	// has cancelled the call; exit as a shell expects (130 for Ctrl-C).
 	var sig interrupted
 	if err != nil && errors.As(context.Cause(ctx), &sig) {
-		e.fail(e.command, fmt.Errorf("%s: %w; agentd cancelled the call", e.command, sig))
-		return sig.exit()
+		return e.fail(e.command, fmt.Errorf("%s: %w; agentd cancelled the call", e.command, sig))
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {
@@ -152,7 +170,10 @@ func (e *env) finish(ctx context.Context) int {
 		return e.fail(e.command, err)
 	}
 	if e.json {
-		e.envelope(e.command, typeResult, result, nil)
+		// ok is false when the verb printed a result but exits non-zero
+		// (doctor with a failed check): a script reading only ok must
+		// not take a failure for a pass.
+		e.writeEnvelope(e.command, typeResult, e.status == wire.ExitOK, result, nil)
 		return e.status
 	}
 	if e.verb != nil && e.verb.human != nil {
@@ -188,9 +209,12 @@ func exitCode(err error) int {
 	var we *wire.Error
 	var ue *wire.UnreachableError
 	var use *usageError
+	var sig interrupted
 	switch {
 	case err == nil:
 		return wire.ExitOK
+	case errors.As(err, &sig):
+		return sig.exit()
 	case errors.As(err, &use):
 		return wire.ExitUsage
 	case errors.As(err, &ue):
@@ -212,36 +236,88 @@ func (i interrupted) Error() string { return "interrupted by " + i.sig.String() 
 // exit is the shell's convention for a process ended by a signal.
 func (i interrupted) exit() int { return 128 + int(i.sig) }
 
+// The codes of a --json error that agentctl itself decides, beside the
+// daemon's (wire.Codes): each has its row in the exit table.
+const (
+	codeUsage       = "usage"
+	codeUnreachable = "unreachable"
+	// codeInterrupted is a call ended by SIGINT or SIGTERM: not the
+	// daemon's fault (internal), and a script may want to tell it apart.
+	codeInterrupted = "interrupted"
+)
+
+// detailedError gives an error agentctl made the details of its --json
+// envelope: what the verb could still say (version's client version when
+// the daemon is not reachable).
+type detailedError struct {
+	err     error
+	details any
+}
+
+func (d *detailedError) Error() string { return d.err.Error() }
+func (d *detailedError) Unwrap() error { return d.err }
+
 // fail reports err (on stderr, or as a JSON envelope) and returns its exit status.
 func (e *env) fail(command string, err error) int {
+	err = explainSocket(err)
 	if e.json {
 		return e.envelope(command, typeError, nil, err)
 	}
-	fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
-	printTimeoutDetails(e.stderr, err)
+	if !printTimeout(e.stderr, err) {
+		fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
+	}
 	return exitCode(err)
+}
+
+// maxSocketPath is the longest path a Unix socket address holds: sun_path
+// is 108 bytes with its terminating NUL.
+const maxSocketPath = 107
+
+// explainSocket turns a dial that failed because the socket's path cannot
+// fit in a Unix socket address (the kernel says only "invalid argument",
+// which reads as a daemon problem) into a usage error that names the limit
+// and where the path came from. No agentd can ever be reached there.
+func explainSocket(err error) error {
+	var ue *wire.UnreachableError
+	if !errors.As(err, &ue) || len(ue.Socket) <= maxSocketPath {
+		return err
+	}
+	from, fix := "--socket", "give a shorter path with --socket or $"+wire.SocketEnv
+	switch {
+	case ue.Socket == os.Getenv(wire.SocketEnv):
+		from = "$" + wire.SocketEnv
+	case ue.Socket == wire.DefaultSocketPath():
+		from, fix = "$XDG_RUNTIME_DIR", "set a shorter $XDG_RUNTIME_DIR, or "+fix
+	}
+	return usagef("socket path %s (from %s) is %d bytes, over the %d a Unix socket path holds (108 with its NUL); %s",
+		ue.Socket, from, len(ue.Socket), maxSocketPath, fix)
 }
 
 // timeoutScreenLines is how much of the screen a timeout shows a person:
 // the bottom of it, where the program was waiting.
 const timeoutScreenLines = 10
 
-// printTimeoutDetails prints what an ask or wait saw before its deadline:
-// the daemon's message says they are attached, and in human mode this is
-// where a person sees them.
-func printTimeoutDetails(w io.Writer, err error) {
+// printTimeout prints an ask's or wait's timeout for a person, from the
+// details the daemon attached, and says whether it did (false: print err as
+// it is). The daemon's message carries the screen's last rows escaped on one
+// line, for logs and JSON; here they are shown once, as rows: the message
+// short, the partial answer when an ask has one, then the last rows of the
+// screen that are not blank.
+func printTimeout(w io.Writer, err error) bool {
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != wire.CodeTimeout || len(we.Details) == 0 {
-		return
+		return false
 	}
 	var d wire.TimeoutDetails
-	if json.Unmarshal(we.Details, &d) != nil || (d.Partial == "" && len(d.Screen) == 0) {
-		return
+	if json.Unmarshal(we.Details, &d) != nil || d.Op == "" || (d.Partial == "" && len(d.Screen) == 0) {
+		return false
 	}
+	fmt.Fprintf(w, "agentctl: %s on session %q ran past its %s deadline; raise --timeout or check the program\n",
+		d.Op, d.Name, time.Duration(d.TimeoutMS)*time.Millisecond)
 	if d.Hint != "" {
 		fmt.Fprintf(w, "hint: %s\n", d.Hint)
 	}
-	if p := strings.TrimRight(d.Partial, "\n"); p != "" {
+	if p := strings.TrimRight(d.Partial, "\n"); p != "" && d.Op == "ask" {
 		fmt.Fprintf(w, "partial answer:\n%s\n", indent(p))
 	}
 	screen := d.Screen
@@ -254,6 +330,7 @@ func printTimeoutDetails(w io.Writer, err error) {
 	if len(screen) > 0 {
 		fmt.Fprintf(w, "last lines of the screen:\n%s\n", indent(strings.Join(screen, "\n")))
 	}
+	return true
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
@@ -292,21 +369,33 @@ type envelopeLine struct {
 // envelope prints {ok, command, type, timestamp, result|error} and returns
 // the exit status.
 func (e *env) envelope(command, typ string, result any, err error) int {
-	out := envelopeLine{OK: err == nil, Command: command, Type: typ, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Result: result}
+	return e.writeEnvelope(command, typ, err == nil, result, err)
+}
+
+// writeEnvelope is envelope with ok given: a result can say not ok.
+func (e *env) writeEnvelope(command, typ string, ok bool, result any, err error) int {
+	out := envelopeLine{OK: ok && err == nil, Command: command, Type: typ, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Result: result}
 	if err != nil {
 		ee := &envelopeError{Message: err.Error()}
 		var we *wire.Error
 		var ue *wire.UnreachableError
 		var use *usageError
+		var sig interrupted
 		switch {
 		case errors.As(err, &we):
 			ee.Code, ee.Retryable, ee.Details = string(we.Code), we.Retryable, we.Details
+		case errors.As(err, &sig):
+			ee.Code = codeInterrupted
 		case errors.As(err, &ue), errors.Is(err, wire.ErrClosed):
-			ee.Code, ee.Retryable = "unreachable", true
+			ee.Code, ee.Retryable = codeUnreachable, true
 		case errors.As(err, &use):
-			ee.Code = "usage"
+			ee.Code = codeUsage
 		default:
 			ee.Code = string(wire.CodeInternal)
+		}
+		var de *detailedError
+		if errors.As(err, &de) && ee.Details == nil {
+			ee.Details, _ = json.Marshal(de.details)
 		}
 		out.Error = ee
 	}
@@ -329,8 +418,10 @@ func exitTable() string {
 	for _, ci := range wire.Codes {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\n", ci.Exit, ci.Code, ci.Meaning)
 	}
-	fmt.Fprintf(tw, "  %d\tusage\tthe command line is wrong\n", wire.ExitUsage)
-	fmt.Fprintf(tw, "  %d\tunreachable\tagentd is not running or its socket is missing\n", wire.ExitUnreachable)
+	fmt.Fprintf(tw, "  %d\t%s\tthe command line is wrong\n", wire.ExitUsage, codeUsage)
+	fmt.Fprintf(tw, "  %d\t%s\tagentd is not running or its socket is missing\n", wire.ExitUnreachable, codeUnreachable)
+	fmt.Fprintf(tw, "  %d\t%s\tCtrl-C (SIGINT) ended the call, which agentd cancelled; SIGTERM exits %d\n",
+		interrupted{syscall.SIGINT}.exit(), codeInterrupted, interrupted{syscall.SIGTERM}.exit())
 	tw.Flush()
 	return b.String()
 }

@@ -36,7 +36,7 @@ func exitRows(text string, re *regexp.Regexp) map[string]int {
 }
 
 func wantRows() map[string]int {
-	want := map[string]int{"success": wire.ExitOK, "usage": wire.ExitUsage, "unreachable": wire.ExitUnreachable}
+	want := map[string]int{"success": wire.ExitOK, "usage": wire.ExitUsage, "unreachable": wire.ExitUnreachable, "interrupted": 130}
 	for _, ci := range wire.Codes {
 		want[string(ci.Code)] = ci.Exit
 	}

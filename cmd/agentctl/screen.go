@@ -28,7 +28,9 @@ func screenshotVerb() verb {
 		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
 		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
 			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.\n" +
-			"An existing file is replaced only with --force; a symbolic link is never written through.",
+			"An existing file is replaced only with --force; a symbolic link is never written through.\n\n" +
+			"The file's name must not claim another format: .png is PNG (so --jpeg refuses it), .jpg and .jpeg\n" +
+			"are JPEG, a name without an extension takes either; any other extension (.gif, .webp) is refused.",
 		example: "  agentctl screenshot -o shot.png --region 0,0,800,600\n  agentctl screenshot -o - --jpeg 80 > shot.jpg",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVarP(&out, "output", "o", "", "file to write, or - for stdout")
@@ -57,6 +59,12 @@ func screenshotVerb() verb {
 				p.MaxWidth = &maxWidth
 			}
 			ext := strings.ToLower(filepath.Ext(out))
+			switch ext {
+			case "", ".png", ".jpg", ".jpeg":
+			default:
+				// PNG bytes in shot.gif would fool whatever opens it.
+				return nil, usagef("%s is named %s, but screenshot writes PNG (.png) or JPEG (.jpg, .jpeg, or --jpeg); name the file for one of those", out, ext)
+			}
 			switch {
 			case e.cmd.Flags().Changed("jpeg"):
 				// 0 used to mean PNG, silently, even into x.jpg.

@@ -100,7 +100,7 @@ func askVerb() verb {
 		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
 			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the partial answer and the last lines of the screen on stderr.",
-		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL'",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL|Error'",
 		args:          exactArgs(2),
 		complete:      completeSession,
 		serverTimeout: true,
@@ -138,10 +138,10 @@ func askVerb() verb {
 }
 
 func listVerb() verb {
-	var status string
+	var status []string
 	var quiet bool
 	return verb{
-		use: "list [-q] [--status STATUS[,STATUS]]", summary: "list sessions", quick: true,
+		use: "list [-q] [--status STATUS[,STATUS]]...", summary: "list sessions", quick: true,
 		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
 			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
 			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
@@ -149,17 +149,19 @@ func listVerb() verb {
 			"is damaged), unresponsive (its worker has not answered for the time shown; agentctl stop\n" +
 			"--force NAME ends it).",
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&status, "status", "", "only these statuses, comma-separated (running,exited)")
+			// A slice: repeated --status flags add up, like the comma form.
+			fs.StringSliceVar(&status, "status", nil, "only these statuses, comma-separated or repeated (running,exited)")
 			fs.BoolVarP(&quiet, "quiet", "q", false, "print only the names")
 		},
+		flagComplete: map[string]completeKind{"status": completeStatus},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			var p wire.ListParams
-			if status != "" {
-				for _, s := range strings.Split(status, ",") {
-					st := wire.Status(strings.TrimSpace(s))
-					if !slices.Contains(wire.Statuses, st) {
-						return nil, usagef("--status %q: not a status; the statuses are %s", s, statusNames())
-					}
+			for _, s := range status {
+				st := wire.Status(strings.TrimSpace(s))
+				if !slices.Contains(wire.Statuses, st) {
+					return nil, usagef("--status %q: not a status; the statuses are %s", s, statusNames())
+				}
+				if !slices.Contains(p.Status, st) {
 					p.Status = append(p.Status, st)
 				}
 			}
@@ -186,6 +188,17 @@ func listVerb() verb {
 	}
 }
 
+// processesLive says whether a session in status st still has its
+// program and worker: an ended session's pids are history, and may be
+// other programs' by now.
+func processesLive(st wire.Status) bool {
+	switch st {
+	case wire.StatusRunning, wire.StatusStarting, wire.StatusExiting, wire.StatusUnresponsive:
+		return true
+	}
+	return false
+}
+
 func statusNames() string {
 	var names []string
 	for _, s := range wire.Statuses {
@@ -196,14 +209,15 @@ func statusNames() string {
 
 // printSessions writes list's table. The command is the last column and the
 // one cut to fit width (0: no limit): the other columns are short and say
-// which session it is, so they are kept whole, as ps does.
+// which session it is, so they are kept whole, as ps does; below about 60
+// columns PID, ACTIVE, AGE and EXIT are left out, in that order.
 func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time) error {
 	table := [][]string{{"NAME", "STATUS", "PID", "AGE", "ACTIVE", "EXIT", "COMMAND"}}
 	for _, s := range rows {
 		pid, active := "-", "-"
 		// An ended session's pid is history, and may be another
 		// program's by now.
-		if s.PID > 0 && (s.Status == wire.StatusRunning || s.Status == wire.StatusStarting || s.Status == wire.StatusExiting || s.Status == wire.StatusUnresponsive) {
+		if s.PID > 0 && processesLive(s.Status) {
 			pid = fmt.Sprint(s.PID)
 		}
 		status := string(s.Status)
@@ -226,13 +240,29 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
+	// On a narrow terminal, the columns a person needs least to tell
+	// sessions apart go first, until the command has room to be read:
+	// a table wider than the terminal wraps into noise.
+	keep := make([]bool, last)
 	prefix := 0
-	for _, wd := range widths {
+	for i, wd := range widths {
+		keep[i] = true
 		prefix += wd + gap
+	}
+	const minCommand = 16
+	for _, drop := range []int{2, 4, 3, 5} { // PID, ACTIVE, AGE, EXIT
+		if width <= 0 || prefix+minCommand <= width {
+			break
+		}
+		keep[drop] = false
+		prefix -= widths[drop] + gap
 	}
 	var b strings.Builder
 	for _, row := range table {
 		for i, cell := range row[:last] {
+			if !keep[i] {
+				continue
+			}
 			b.WriteString(cell)
 			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
 		}
@@ -299,7 +329,15 @@ func statusVerb() verb {
 			}
 			row("command", shellJoin(s.Argv))
 			row("cwd", s.Cwd)
-			row("pids", fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID))
+			// The JSON keeps the daemon's pids as it answered them (the
+			// result is the daemon's); a person is told they are history.
+			pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
+			if s.ProgramPID == 0 && s.WorkerPID == 0 {
+				pids = "none"
+			} else if !processesLive(s.Status) {
+				pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
+			}
+			row("pids", pids)
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
 			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
 			row("created", s.CreatedAt.Local().Format(time.DateTime))
@@ -393,6 +431,20 @@ func reconcileVerb() verb {
 	}
 }
 
+// sendResult is what `agentctl send` did: the daemon answers only success.
+type sendResult struct {
+	Name      string   `json:"name"`
+	TextBytes int      `json:"text_bytes"`
+	Keys      []string `json:"keys"`
+}
+
+// resizeResult is the size `agentctl resize` gave the session.
+type resizeResult struct {
+	Name string `json:"name"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+}
+
 func sendVerb() verb {
 	var keys string
 	return verb{
@@ -426,7 +478,13 @@ func sendVerb() verb {
 			if err := c.Send(ctx, p); err != nil {
 				return nil, err
 			}
-			return nil, nil
+			// The daemon answers nothing but success; the result says
+			// what was sent, so every envelope has one.
+			r := &sendResult{Name: p.Name, TextBytes: len(p.Text), Keys: p.Keys}
+			if r.Keys == nil {
+				r.Keys = []string{}
+			}
+			return r, nil
 		},
 		human: func(io.Writer, any) error { return nil },
 	}
@@ -488,6 +546,11 @@ func waitVerb() verb {
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
+			if p.Until == "" && p.IdleMS == 0 && !p.Exit {
+				// Said here, in the flags' names; the daemon can only
+				// name its parameters.
+				return nil, usagef("wait needs a condition: give --until REGEXP, --idle DURATION or --exit; see agentctl wait --help")
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
@@ -575,7 +638,10 @@ func resizeVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			return nil, c.Resize(ctx, p)
+			if err := c.Resize(ctx, p); err != nil {
+				return nil, err
+			}
+			return &resizeResult{Name: p.Name, Cols: p.Cols, Rows: p.Rows}, nil
 		},
 		human: func(io.Writer, any) error { return nil },
 	}

@@ -35,7 +35,9 @@ func versionVerb() verb {
 				if !e.json {
 					fmt.Fprintf(e.stdout, "agentctl %s\n", r.Client)
 				}
-				return nil, err
+				// The client's version is known without the daemon: the
+				// envelope's error carries it.
+				return nil, &detailedError{err: err, details: r}
 			}
 			r.Daemon = &h
 			if path := installedDaemon(); path != "" {

@@ -25,6 +25,7 @@ func watchVerb() verb {
 			"Without NAME: a table of every session (status, last activity, asks answered, the last line\n" +
 			"of its screen), refreshed every second like top; printed once when not on a terminal.",
 		args: rangeArgs(0, 1), complete: completeSession,
+		interactive: "agentctl list --json and agentctl snapshot NAME --json give the same as data",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if len(args) == 0 {
 				return nil, watchAll(ctx, e)

@@ -92,6 +92,46 @@ func TestConfigTraps(t *testing.T) {
 		{"socket too long", []string{"--socket", "/" + strings.Repeat("s", 120), "--check-config"}, 2,
 			[]string{"socket path is 121 bytes", "--socket", "AGENTD_SOCKET"}},
 	}
+	long := "/tmp/" + strings.Repeat("d", 120)
+	envCases := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want []string
+	}{
+		{"AGENTD_SOCKET too long", []string{"AGENTD_SOCKET=" + long + "/agentd.sock"}, []string{"--check-config"}, 2,
+			[]string{"is 137 bytes", "over the 107", "$AGENTD_SOCKET", "--socket"}},
+		{"XDG_RUNTIME_DIR too long", []string{"XDG_RUNTIME_DIR=" + long}, []string{"--check-config"}, 2,
+			[]string{"is 144 bytes", "from $XDG_RUNTIME_DIR", "shorter $XDG_RUNTIME_DIR", "socket in the config", "$AGENTD_SOCKET", "--socket"}},
+		// The daemon itself refuses it the same way, before it starts.
+		{"XDG_RUNTIME_DIR too long, running", []string{"XDG_RUNTIME_DIR=" + long}, nil, 2, []string{"from $XDG_RUNTIME_DIR"}},
+		{"--socket overrides a long XDG_RUNTIME_DIR", []string{"XDG_RUNTIME_DIR=" + long}, []string{"--socket", "/tmp/short.sock", "--check-config"}, 0,
+			[]string{"config ok"}},
+		{"duration flag without a unit", nil, []string{"--ask-idle", "5"}, 2, []string{"agentd: ", "-ask-idle", "not a duration", "1.5s", "see agentd --help"}},
+		{"unknown flag", nil, []string{"--bogus"}, 2, []string{"agentd: ", "-bogus", "see agentd --help"}},
+		{"version with an argument", nil, []string{"version", "extra"}, 2, []string{"agentd: version takes no arguments"}},
+	}
+	for _, tc := range envCases {
+		out, errOut, code := agentd(t, tc.env, tc.args...)
+		text := errOut
+		if tc.code == 0 {
+			text = out
+		}
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d (stdout %q, stderr %q)", tc.name, code, tc.code, out, errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: %q does not say %q", tc.name, text, w)
+			}
+		}
+		// One line, not the usage after it.
+		if tc.code == 2 && strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: stderr is %d lines, want one:\n%s", tc.name, strings.Count(errOut, "\n"), errOut)
+		}
+	}
 	for _, tc := range cases {
 		out, errOut, code := agentd(t, nil, tc.args...)
 		text := errOut

@@ -45,7 +45,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The per-session worker: started by the daemon, never by hand.
 		return session.RunWorker(ctx, args[1:], stderr)
 	}
-	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "agentd: %s takes no arguments; run agentd version\n", args[0])
+			return 2
+		}
 		fp, _ := buildinfo.SelfFingerprint()
 		fmt.Fprintf(stdout, "agentd %s (build %s)\n", buildinfo.Version, fp)
 		return 0
@@ -53,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	flags := config.Flags(fs)
+	explainDurations(fs)
 	configPath := fs.String("config", config.DefaultPath(), "config file")
 	check := fs.Bool("check-config", false, "validate the config and exit")
 	print := fs.Bool("print-config", false, "print the effective settings with their sources and exit")
@@ -65,14 +70,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 0
 	}
+	// The flag package would print the whole usage after a bad flag, and
+	// the one line that matters would scroll away: print only that line.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "agentd: %v; see agentd --help\n", err)
 		return 2
 	}
+	fs.SetOutput(stderr)
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agentd: unexpected argument %q; see agentd --help\n", fs.Arg(0))
+		if a := fs.Arg(0); a == "version" {
+			fmt.Fprintf(stderr, "agentd: version takes no arguments or flags; run agentd version\n")
+		} else {
+			fmt.Fprintf(stderr, "agentd: unexpected argument %q; see agentd --help\n", a)
+		}
 		return 2
 	}
 	load := config.Load
@@ -88,6 +104,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range loaded.Warnings {
 		fmt.Fprintf(stderr, "agentd: warning: %s\n", w)
+	}
+	// The config checks a socket it was given; one left to the
+	// environment is only known here, and --check-config must fail on
+	// it as the daemon would. A socket systemd passes has no path to check.
+	if os.Getenv("LISTEN_FDS") == "" || *check {
+		if err := checkSocketPath(loaded.Settings.Socket); err != nil {
+			fmt.Fprintf(stderr, "agentd: %v\n", err)
+			return 2
+		}
 	}
 	switch {
 	case *print:
@@ -130,6 +155,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// maxSocketPath is the longest path a Unix socket address holds: sun_path
+// is 108 bytes with the terminating NUL.
+const maxSocketPath = 107
+
+// checkSocketPath refuses a socket path left to the environment (socket
+// is empty) that is too long for a Unix socket, naming the variable it
+// came from and the settings that choose another. A socket given in the
+// config or by flag is checked by the config itself.
+func checkSocketPath(socket string) error {
+	if socket != "" {
+		return nil
+	}
+	path := wire.DefaultSocketPath()
+	if len(path) <= maxSocketPath {
+		return nil
+	}
+	const choose = "or choose the socket with socket in the config, $AGENTD_SOCKET or --socket"
+	switch {
+	case os.Getenv(wire.SocketEnv) != "":
+		return fmt.Errorf("socket path %s (from $%s) is %d bytes, over the %d a Unix socket path holds; set a shorter $%s, %s",
+			path, wire.SocketEnv, len(path), maxSocketPath, wire.SocketEnv, "or choose the socket with socket in the config or --socket")
+	case os.Getenv("XDG_RUNTIME_DIR") != "":
+		return fmt.Errorf("socket path %s (from $XDG_RUNTIME_DIR) is %d bytes, over the %d a Unix socket path holds; set a shorter $XDG_RUNTIME_DIR, %s",
+			path, len(path), maxSocketPath, choose)
+	}
+	return fmt.Errorf("socket path %s (from $TMPDIR, as $XDG_RUNTIME_DIR is not set) is %d bytes, over the %d a Unix socket path holds; set $XDG_RUNTIME_DIR or a shorter $TMPDIR, %s",
+		path, len(path), maxSocketPath, choose)
+}
+
+// durationHint makes a duration flag's parse error say what a duration
+// looks like: the flag package says only "parse error".
+type durationHint struct{ flag.Value }
+
+func (d durationHint) Set(s string) error {
+	if err := d.Value.Set(s); err != nil {
+		return fmt.Errorf("not a duration; give a number with its unit, such as 1.5s, 500ms or 10m")
+	}
+	return nil
+}
+
+// explainDurations wraps every duration flag of fs in durationHint.
+func explainDurations(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = durationHint{f.Value}
+			}
+		}
+	})
 }
 
 func describePath(l *config.Loaded) string {
