@@ -283,12 +283,14 @@ func readConfig(path string) ([]byte, error) {
 func parse(path string, data []byte, s *Settings) ([]string, error) {
 	// go-toml puts a bare number straight into a Duration's int64, so
 	// ask_idle = 5 would be five nanoseconds: a duration needs its unit.
+	// A quoted "5" fails to parse later with a message about quotes it
+	// already has; both get the same words here: what is wrong with it.
 	var raw map[string]any
 	if toml.Unmarshal(data, &raw) == nil {
 		for _, f := range Fields() {
 			if v, ok := raw[f.Key]; ok && f.Type == "duration" {
-				if _, isString := v.(string); !isString {
-					return nil, fmt.Errorf("%s:%d: key %q must be a duration in quotes with its unit, such as %s = \"1.5s\"; %v alone has no unit", path, lineOf(data, f.Key), f.Key, f.Key, v)
+				if why := durationProblem(v); why != "" {
+					return nil, fmt.Errorf("%s:%d: key %q must be a duration in quotes with its unit, such as %s = \"1.5s\"; %s", path, lineOf(data, f.Key), f.Key, f.Key, why)
 				}
 			}
 		}
@@ -324,6 +326,28 @@ func parse(path string, data []byte, s *Settings) ([]string, error) {
 	}
 	sort.Strings(keys)
 	return keys, nil
+}
+
+// durationProblem says what is wrong with v as a duration setting, or ""
+// when it is one.
+func durationProblem(v any) string {
+	switch v := v.(type) {
+	case string:
+		if _, err := time.ParseDuration(v); err == nil {
+			return ""
+		}
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return fmt.Sprintf("%q has no unit (ms, s, m or h)", v)
+		}
+		if strings.ContainsAny(v, " \t") {
+			return fmt.Sprintf("%q has a space; write the number and its unit together", v)
+		}
+		return fmt.Sprintf("%q is not a duration; units are ns, us, ms, s, m and h, as in \"1m30s\"", v)
+	case int64, float64:
+		return fmt.Sprintf("%v alone has no unit", v)
+	default:
+		return fmt.Sprintf("%v is not a duration", v)
+	}
 }
 
 // typeWords say what a value of each setting type looks like.
