@@ -3,14 +3,12 @@ package test
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -81,20 +79,8 @@ func attachThroughDaemon(b *testing.B, h *home, name string, size int) (float64,
 	if _, err := wire.NewAttachWriter(conn).Write([]byte("\r")); err != nil {
 		b.Fatal(err)
 	}
-	n, first, last := 0, time.Time{}, time.Time{}
-	for {
-		k, err := conn.Read(buf)
-		if k > 0 {
-			if n == 0 {
-				first = time.Now()
-			}
-			n += k
-			last = time.Now()
-		}
-		if err != nil {
-			break // the session ended and the daemon closed the stream
-		}
-	}
+	// Read to the end: the session ends and the daemon closes the stream.
+	n, first, last := readTimed(conn)
 	if n == 0 {
 		b.Fatal("nothing reached the attacher")
 	}
@@ -104,28 +90,7 @@ func attachThroughDaemon(b *testing.B, h *home, name string, size int) (float64,
 // barePTYRead runs script with sh in a pseudo-terminal of this process and
 // reads it to the end: the ceiling for attach's throughput.
 func barePTYRead(b *testing.B, script string) (int, time.Duration) {
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer master.Close()
-	var pts int
-	sc, _ := master.SyscallConn()
-	sc.Control(func(fd uintptr) {
-		if err = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); err == nil {
-			pts, err = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
-		}
-		if err == nil {
-			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: 80, Row: 24})
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	slave, err := os.OpenFile("/dev/pts/"+strconv.Itoa(pts), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	master, slave := openTestPTY(b)
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -134,10 +99,18 @@ func barePTYRead(b *testing.B, script string) (int, time.Duration) {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); slave.Close(); close(done) }()
+	// Read to the end: EIO once the program and its terminal are gone.
+	n, first, last := readTimed(master)
+	<-done
+	return n, last.Sub(first)
+}
+
+// readTimed reads r until an error and returns how many bytes came and
+// when the first and the last of them did.
+func readTimed(r io.Reader) (n int, first, last time.Time) {
 	buf := make([]byte, 64<<10)
-	n, first, last := 0, time.Time{}, time.Time{}
 	for {
-		k, err := master.Read(buf)
+		k, err := r.Read(buf)
 		if k > 0 {
 			if n == 0 {
 				first = time.Now()
@@ -146,9 +119,7 @@ func barePTYRead(b *testing.B, script string) (int, time.Duration) {
 			last = time.Now()
 		}
 		if err != nil {
-			break // EIO once the program and its terminal are gone
+			return n, first, last
 		}
 	}
-	<-done
-	return n, last.Sub(first)
 }

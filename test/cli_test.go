@@ -432,7 +432,7 @@ func TestCompletionWithoutADaemonOffersNothingQuickly(t *testing.T) {
 
 // openTestPTY opens a pseudo-terminal pair, for a process whose stderr
 // must be a terminal.
-func openTestPTY(t *testing.T) (master, slave *os.File) {
+func openTestPTY(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -16,36 +16,7 @@ import (
 // The baseline for the daemon's round trip: a bare length-prefixed echo
 // server on a Unix socket, with the same client code on the other end.
 func startEcho(b *testing.B) string {
-	b.Helper()
-	dir := shortTempDir(b)
-	sock := filepath.Join(dir, "echo.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				fr := rpc.NewFrameReader(c)
-				for {
-					body, err := fr.ReadFrame()
-					if err != nil {
-						return
-					}
-					if rpc.WriteFrame(c, body) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return sock
+	return startEchoServer(b, func(body []byte) []byte { return body })
 }
 
 // startJSONEcho is the floor the issue's outside measure uses (wirebench's
@@ -53,9 +24,23 @@ func startEcho(b *testing.B) string {
 // encoded with encoding/json, as any JSON daemon must. The bare echo above
 // does no JSON at all, so it is the stricter floor of the two.
 func startJSONEcho(b *testing.B) string {
+	return startEchoServer(b, func(body []byte) []byte {
+		var q struct {
+			ID     uint64          `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		json.Unmarshal(body, &q)
+		out, _ := json.Marshal(map[string]any{"id": q.ID, "result": map[string]any{"version": 1, "methods": []string{q.Method}}})
+		return out
+	})
+}
+
+// startEchoServer serves answer's reply to each frame, one goroutine per
+// connection, on a socket of its own.
+func startEchoServer(b *testing.B, answer func(body []byte) []byte) string {
 	b.Helper()
-	dir := shortTempDir(b)
-	sock := filepath.Join(dir, "echo.sock")
+	sock := filepath.Join(shortTempDir(b), "echo.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		b.Fatal(err)
@@ -72,17 +57,7 @@ func startJSONEcho(b *testing.B) string {
 				fr := rpc.NewFrameReader(c)
 				for {
 					body, err := fr.ReadFrame()
-					if err != nil {
-						return
-					}
-					var q struct {
-						ID     uint64          `json:"id"`
-						Method string          `json:"method"`
-						Params json.RawMessage `json:"params"`
-					}
-					json.Unmarshal(body, &q)
-					out, _ := json.Marshal(map[string]any{"id": q.ID, "result": map[string]any{"version": 1, "methods": []string{q.Method}}})
-					if rpc.WriteFrame(c, out) != nil {
+					if err != nil || rpc.WriteFrame(c, answer(body)) != nil {
 						return
 					}
 				}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,5 +123,43 @@ func TestWireErrorsPassThrough(t *testing.T) {
 	in := wire.Errorf(wire.CodeUnknownMethod, "no method %q", "agent.nope")
 	if got := toWireError(fmt.Errorf("route: %w", in)); got != in {
 		t.Errorf("toWireError(%v) = %+v, want the same *wire.Error", in, got)
+	}
+}
+
+// TestKindsAreEverySentinel holds each domain's Kinds to the Err* sentinels
+// its errors.go declares, so the table test above, which ranges over Kinds,
+// sees a sentinel the day it is added.
+func TestKindsAreEverySentinel(t *testing.T) {
+	for _, d := range []struct {
+		file  string
+		kinds []error
+	}{
+		{"../session/errors.go", session.Kinds()},
+		{"../capture/errors.go", capture.Kinds()},
+		{"../channel/errors.go", channel.Kinds()},
+	} {
+		f, err := parser.ParseFile(token.NewFileSet(), d.file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared := 0
+		for _, decl := range f.Decls {
+			if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.VAR {
+				for _, spec := range g.Specs {
+					for _, name := range spec.(*ast.ValueSpec).Names {
+						if strings.HasPrefix(name.Name, "Err") {
+							declared++
+						}
+					}
+				}
+			}
+		}
+		seen := map[error]bool{}
+		for _, k := range d.kinds {
+			seen[k] = true
+		}
+		if len(seen) != declared || len(d.kinds) != declared {
+			t.Errorf("%s declares %d sentinels; its Kinds() lists %d (%d distinct): %v", d.file, declared, len(d.kinds), len(seen), d.kinds)
+		}
 	}
 }
