@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +34,7 @@ type env struct {
 	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
 	// context (interrupted) from then on; nil in tests that run agentctl
 	// in-process. See verb.quick for why it is not done at start.
-	catchSignals func()
+	catchSignals func() (caught <-chan struct{})
 
 	// outMu keeps the lines of a stream whole: notifications are printed
 	// from the connection's reader while the verb may print too.
@@ -127,11 +128,15 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 // (after it come a command's words, never flags).
 func jsonWanted(args []string) bool {
 	for _, a := range args {
-		switch a {
-		case "--":
+		switch {
+		case a == "--":
 			return false
-		case "--json", "--json=true":
+		case a == "--json":
 			return true
+		case strings.HasPrefix(a, "--json="):
+			// Every spelling of true the flag itself takes (1, t, True...).
+			on, err := strconv.ParseBool(strings.TrimPrefix(a, "--json="))
+			return err == nil && on
 		}
 	}
 	return false

@@ -142,3 +142,24 @@ func TestClientLinksNothingOfTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONWantedTakesEverySpellingTheFlagDoes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"list", "--bogus", "--json"}, true},
+		{[]string{"list", "--bogus", "--json=1"}, true},
+		{[]string{"list", "--bogus", "--json=True"}, true},
+		{[]string{"list", "--bogus", "--json=t"}, true},
+		{[]string{"list", "--bogus", "--json=false"}, false},
+		{[]string{"list", "--bogus", "--json=0"}, false},
+		{[]string{"list", "--bogus", "--json=maybe"}, false},
+		{[]string{"spawn", "x", "--", "prog", "--json"}, false}, // the program's, not agentctl's
+		{[]string{"list"}, false},
+	} {
+		if got := jsonWanted(tc.args); got != tc.want {
+			t.Errorf("jsonWanted(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -55,6 +55,15 @@ func TestHelpAndVersionGoToStdout(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "-check-config") || errOut != "" {
 			t.Errorf("agentd %v: exit %d, stdout %q, stderr %q; want the usage with its flags on stdout and exit 0", args, code, out, errOut)
 		}
+		// Each flag with its type and default, and nothing else.
+		for _, want := range []string{"-ask-idle duration", "(default 1.5s)", "-ask-timeout duration", "(default 10m0s)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("agentd %v: the usage lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(out, "panic") {
+			t.Errorf("agentd %v: the usage reports a panic:\n%s", args, out)
+		}
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, errOut, code := agentd(t, nil, args...)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	flags := config.Flags(fs)
-	explainDurations(fs)
 	configPath := fs.String("config", config.DefaultPath(), "config file")
 	check := fs.Bool("check-config", false, "validate the config and exit")
 	print := fs.Bool("print-config", false, "print the effective settings with their sources and exit")
@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "agentd: %v; see agentd --help\n", err)
+		fmt.Fprintf(stderr, "agentd: %v; see agentd --help\n", explainDuration(fs, err))
 		return 2
 	}
 	fs.SetOutput(stderr)
@@ -186,26 +186,23 @@ func checkSocketPath(socket string) error {
 		path, len(path), maxSocketPath, choose)
 }
 
-// durationHint makes a duration flag's parse error say what a duration
-// looks like: the flag package says only "parse error".
-type durationHint struct{ flag.Value }
-
-func (d durationHint) Set(s string) error {
-	if err := d.Value.Set(s); err != nil {
-		return fmt.Errorf("not a duration; give a number with its unit, such as 1.5s, 500ms or 10m")
-	}
-	return nil
-}
-
-// explainDurations wraps every duration flag of fs in durationHint.
-func explainDurations(fs *flag.FlagSet) {
+// explainDuration makes a duration flag's parse error say what a duration
+// looks like: the flag package says only "parse error". (Its message is
+// rewritten rather than the flag's value wrapped, which would cost --help
+// the flags' type and defaults.)
+func explainDuration(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	explained := err
 	fs.VisitAll(func(f *flag.Flag) {
-		if g, ok := f.Value.(flag.Getter); ok {
-			if _, ok := g.Get().(time.Duration); ok {
-				f.Value = durationHint{f.Value}
-			}
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		if _, ok := g.Get().(time.Duration); ok && strings.HasSuffix(msg, " for flag -"+f.Name+": parse error") {
+			explained = fmt.Errorf("%s: not a duration; give a number with its unit, such as 1.5s, 500ms or 10m", strings.TrimSuffix(msg, ": parse error"))
 		}
 	})
+	return explained
 }
 
 func describePath(l *config.Loaded) string {

@@ -1064,7 +1064,7 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 				return errorf(ErrInvalidStatus, "session %q is broken (%s) and its worker (pid %d, found by %s) still runs; stop it first (agentctl stop %s) or remove it with --force",
 					name, man.Reason, pid, how, name)
 			}
-			if _, err := m.stopBroken(ctx, name, syscall.SIGTERM, 0); err != nil {
+			if _, err := m.stopBroken(ctx, name, syscall.SIGTERM, DefaultStopGrace); err != nil {
 				return err
 			}
 		}

@@ -137,7 +137,7 @@ const (
 	// for it, else its terminal.
 	ViaAuto    AskVia = "auto"
 	ViaPTY     AskVia = "pty"     // the terminal, even when a channel is registered
-	ViaChannel AskVia = "channel" // the channel only; channel_unknown without one
+	ViaChannel AskVia = "channel" // the channel only; invalid_params when the session has none
 )
 
 // ActionKind is what one step of an act batch does, in Action.Kind.

@@ -1,0 +1,81 @@
+package test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCLISignalAsTheFirstRequestArrives sends SIGINT to agentctl the moment
+// its first request reaches the socket, the earliest a script's interrupt
+// can matter: a verb that runs until interrupted (channel listen) must
+// already catch it and end with its envelope, never be killed by it. A
+// fake server stands in for agentd, so the signal lands at that exact
+// point; the race shows only now and then, so it runs many times.
+func TestCLISignalAsTheFirstRequestArrives(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "sig") // short: the path must fit in sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	signalled := make(chan int, 1) // the pid to signal, from the test
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			pid := <-signalled
+			go func() {
+				defer c.Close()
+				var n [4]byte
+				if _, err := io.ReadFull(c, n[:]); err != nil {
+					return
+				}
+				if _, err := io.CopyN(io.Discard, c, int64(binary.LittleEndian.Uint32(n[:]))); err != nil {
+					return
+				}
+				syscall.Kill(pid, syscall.SIGINT)
+				io.Copy(io.Discard, c) // never answer: wait for the client to leave
+			}()
+		}
+	}()
+	for i := range 30 {
+		cmd := exec.Command(bin.agentctl, "--socket", sock, "--json", "channel", "listen")
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		signalled <- cmd.Process.Pid
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("run %d: agentctl channel listen did not end after SIGINT", i)
+		}
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			t.Fatalf("run %d: agentctl channel listen was killed by %v as its first request arrived; it must catch the signal before it starts (stdout %q)", i, ws.Signal(), out.String())
+		}
+		if !strings.Contains(out.String(), `"command":"channel listen"`) {
+			t.Fatalf("run %d: exit %d without an envelope: %q", i, ws.ExitStatus(), out.String())
+		}
+	}
+}
