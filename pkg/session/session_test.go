@@ -1042,3 +1042,29 @@ func TestAttachToAnOlderWorker(t *testing.T) {
 		t.Errorf("detach by EOF: %v", err)
 	}
 }
+
+// TestAProgramThatEndsAtOnceKeepsItsPid: a program that exits before the
+// worker has noted its pid is reaped at once, and the pid must still be
+// the one it ran with (it was read after the reaper had released the
+// process, and a status said "program -1").
+func TestAProgramThatEndsAtOnceKeepsItsPid(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	ctx := context.Background()
+	for i := range 10 {
+		name := "brief" + strconv.Itoa(i)
+		if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: []string{"true"}, Cwd: "/"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Wait(ctx, WaitRequest{Name: name, Exit: true, Timeout: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := m.Status(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ProgramPID <= 0 {
+			t.Fatalf("%s: program pid %d after it ended; want the pid it ran with", name, info.ProgramPID)
+		}
+	}
+}

@@ -239,8 +239,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 	if err = <-startc; err != nil {
 		return nil, cleanStartError(err, spec, path)
 	}
-	ok = true
-	w.pid = cmd.Process.Pid
+	ok = true // w.pid is set: see reap
 
 	w.scr = newScreen(spec.Cols, spec.Rows, w.queueReply)
 	now := time.Now().UTC()
@@ -357,7 +356,12 @@ func (w *worker) reap(cmd *exec.Cmd, startc chan<- error) {
 		startc <- err
 		return
 	}
+	// The pid is taken here, before the start is reported: a program that
+	// ends at once is reaped below, and Release makes cmd.Process.Pid -1,
+	// so a read of it after startc could see -1 (a status that said
+	// "program -1").
 	pid := cmd.Process.Pid
+	w.pid = pid
 	startc <- nil
 	defer close(w.reaped)
 	for {
