@@ -15,10 +15,10 @@ import (
 
 // TestCLISignalAsTheFirstRequestArrives sends SIGINT to agentctl the moment
 // its first request reaches the socket, the earliest a script's interrupt
-// can matter: a verb that runs until interrupted (channel listen) must
+// can matter: a verb that catches signals (one that can take long) must
 // already catch it and end with its envelope, never be killed by it. A
 // fake server stands in for agentd, so the signal lands at that exact
-// point; the race shows only now and then, so it runs many times.
+// point; the race shows only now and then, so each verb runs many times.
 func TestCLISignalAsTheFirstRequestArrives(t *testing.T) {
 	t.Parallel()
 	dir, err := os.MkdirTemp("", "sig") // short: the path must fit in sun_path
@@ -54,8 +54,11 @@ func TestCLISignalAsTheFirstRequestArrives(t *testing.T) {
 			}()
 		}
 	}()
-	for i := range 30 {
-		cmd := exec.Command(bin.agentctl, "--socket", sock, "--json", "channel", "listen")
+	for i := range 60 {
+		tc := []struct{ command, args string }{
+			{"channel listen", "channel listen"}, {"ask", "ask s1 question"}, {"wait", "wait s1 --exit"},
+		}[i%3]
+		cmd := exec.Command(bin.agentctl, append([]string{"--socket", sock, "--json"}, strings.Fields(tc.args)...)...)
 		var out strings.Builder
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
@@ -68,13 +71,13 @@ func TestCLISignalAsTheFirstRequestArrives(t *testing.T) {
 		case <-done:
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
-			t.Fatalf("run %d: agentctl channel listen did not end after SIGINT", i)
+			t.Fatalf("run %d: agentctl %s did not end after SIGINT", i, tc.command)
 		}
 		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
-			t.Fatalf("run %d: agentctl channel listen was killed by %v as its first request arrived; it must catch the signal before it starts (stdout %q)", i, ws.Signal(), out.String())
+			t.Fatalf("run %d: agentctl %s was killed by %v as its first request arrived; it must catch the signal before it sends (stdout %q)", i, tc.command, ws.Signal(), out.String())
 		}
-		if !strings.Contains(out.String(), `"command":"channel listen"`) {
+		if !strings.Contains(out.String(), `"command":"`+tc.command+`"`) {
 			t.Fatalf("run %d: exit %d without an envelope: %q", i, ws.ExitStatus(), out.String())
 		}
 	}

@@ -25,8 +25,7 @@ const detachKey = 0x1d
 func attachVerb() verb {
 	var readOnly bool
 	return verb{
-		streams: true,
-		use:     "attach NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
+		use: "attach NAME [--read-only]", summary: "an interactive terminal on a session; Ctrl-] detaches",
 		args: exactArgs(1), complete: completeSession,
 		interactive: "agentctl snapshot NAME --json gives the screen as data",
 		flags: func(fs *pflag.FlagSet) {

@@ -182,7 +182,6 @@ func channelListenVerb() verb {
 	var p wire.RegisterChannelParams
 	var count int
 	return verb{
-		streams: true,
 		use:     "listen [--session S] [--id ID] [--cc-session-id ID] [--description TEXT] [--count N]",
 		summary: "register a channel and print each message as a JSON line, acknowledging it",
 		long: "Register a channel and print each message pushed to it as a JSON line on stdout, acknowledging\n" +

@@ -32,7 +32,6 @@ type logsOptions struct {
 func logsVerb() verb {
 	var o logsOptions
 	return verb{
-		streams: true,
 		use:     "logs NAME [-f] [--since WHEN] [--tail N] [--limit N] [--plain] [--events]",
 		summary: "print a session's recorded output (-f follows; --plain as text; --tail N last lines)",
 		long: "Print a session's recorded output, whole however long, as it streams from the daemon; -f then\n" +

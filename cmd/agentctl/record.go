@@ -38,7 +38,6 @@ func recordVerb() verb {
 	var idle time.Duration
 	var input, force, follow, screen bool
 	return verb{
-		streams: true,
 		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force] | record --screen -o DIR",
 		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
 		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +

@@ -51,14 +51,6 @@ type verb struct {
 	// default way, which a shell reports as status 130 too, and the kernel
 	// closes the connection, so the daemon cancels the call all the same.
 	quick bool
-	// streams marks verbs that run until they are interrupted (listen,
-	// follow, serve, watch, attach, record): an interrupt is an end they
-	// expect and answer, so they catch signals before they start. Other
-	// verbs start catching them beside their first call (main's catch),
-	// which keeps the thread os/signal starts off the start-up path; a
-	// signal in the moment before that ends them the default way, as for
-	// quick verbs.
-	streams bool
 	// complete says what the first positional argument names, for the
 	// shell's completion from the daemon.
 	complete completeKind
@@ -254,9 +246,7 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 			return nil
 		}
 		if !v.quick && e.catchSignals != nil {
-			if caught := e.catchSignals(); v.streams {
-				<-caught
-			}
+			e.catchSignals()
 		}
 		ctx := c.Context()
 		if e.timeout > 0 {

@@ -34,7 +34,7 @@ type env struct {
 	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
 	// context (interrupted) from then on; nil in tests that run agentctl
 	// in-process. See verb.quick for why it is not done at start.
-	catchSignals func() (caught <-chan struct{})
+	catchSignals func()
 
 	// outMu keeps the lines of a stream whole: notifications are printed
 	// from the connection's reader while the verb may print too.

@@ -72,7 +72,6 @@ type server struct {
 
 func serveVerb() verb {
 	return verb{
-		streams: true,
 		use:     "serve",
 		summary: `speak agentd's protocol as JSON lines on stdin/stdout, for scripts: {"id": 1, "method": "agent.list", "params": {}} per line; closing stdin ends it`,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {

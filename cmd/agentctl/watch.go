@@ -18,8 +18,7 @@ import (
 // at work, beside the one driver attached to it.
 func watchVerb() verb {
 	return verb{
-		streams: true,
-		use:     "watch [NAME]", summary: "watch a session live without touching it, or every session as a table (q quits)",
+		use: "watch [NAME]", summary: "watch a session live without touching it, or every session as a table (q quits)",
 		long: "Show a session's screen and then its output live, read-only: keys pressed here go nowhere\n" +
 			"(q, Ctrl-C or Ctrl-] quit) and the session keeps its size. When this terminal is smaller than\n" +
 			"the session, its last row says so and the top-left part of the session shows.\n\n" +
