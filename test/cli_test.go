@@ -209,6 +209,16 @@ func TestListSortsNaturallyFitsAndFilters(t *testing.T) {
 			t.Errorf("an ended session shows pid %s: %q", f[2], l)
 		}
 	}
+	// Nor in the JSON: the number may be another process's by now.
+	var listed struct {
+		Result wire.ListResult `json:"result"`
+	}
+	json.Unmarshal([]byte(h.ctl(0, "--json", "list")), &listed)
+	for _, r := range listed.Result.Sessions {
+		if ended := r.Status == wire.StatusExited; ended != (r.PID == 0) {
+			t.Errorf("list --json: %s is %s with pid %d; want a pid while it runs and none once it ended", r.Name, r.Status, r.PID)
+		}
+	}
 	if out := h.ctl(0, "list", "-q"); out != "done\nw-1\nw-2\nw-10\n" {
 		t.Errorf("list -q = %q, want the names in natural order", out)
 	}

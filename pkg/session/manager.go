@@ -873,6 +873,9 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 		if len(req.Status) > 0 && !slices.Contains(req.Status, le.Status) {
 			continue
 		}
+		if le.Status.Terminal() {
+			le.PID = 0 // the program is gone; its number may be another's now
+		}
 		out = append(out, le)
 	}
 	return out, nil

@@ -59,7 +59,7 @@ type ListRequest struct {
 type ListEntry struct {
 	Name         string        `json:"name"`
 	Status       Status        `json:"status"`
-	PID          int           `json:"pid,omitempty"` // the program's
+	PID          int           `json:"pid,omitempty"` // the program's, while the session has not ended
 	Command      []string      `json:"command"`
 	CreatedAt    time.Time     `json:"created_at"`
 	Age          time.Duration `json:"age_ns"`

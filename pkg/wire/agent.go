@@ -94,8 +94,11 @@ type ListResult struct {
 
 // SessionRow is one row of agent.list.
 type SessionRow struct {
-	Name         string      `json:"name"`
-	Status       Status      `json:"status"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// PID is the program's, until the session ends; an ended session has
+	// none (the number may be another process's by then; agent.status
+	// keeps it, said to be history).
 	PID          int         `json:"pid,omitempty"`
 	Command      []string    `json:"command"`
 	CreatedAt    time.Time   `json:"created_at"`
