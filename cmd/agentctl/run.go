@@ -53,17 +53,16 @@ type env struct {
 	status int
 }
 
-// dial connects once per process; a verb that needs the daemon calls it.
+// dial returns the verb's client; a verb that needs the daemon calls it.
 func (e *env) dial(ctx context.Context) (*wire.Client, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
-	c, err := wire.Dial(ctx, e.socket, wire.ClientOptions{})
-	if err != nil {
-		return nil, err
-	}
-	e.client = c
-	return c, nil
+	// Each call on its own connection, read by the calling goroutine: a
+	// verb makes one call or a few, and a dialled Client's reading
+	// goroutine would cost every one of them a wake-up (wire.NewOneShot).
+	e.client = wire.NewOneShot(e.socket)
+	return e.client, nil
 }
 
 // call is one request to the daemon, decoding the result into out.

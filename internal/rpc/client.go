@@ -39,17 +39,9 @@ type ClientOptions struct {
 // connection (NewClient). A missing socket or refused connection is a
 // *DialError.
 func Dial(ctx context.Context, path string, opts ClientOptions) (*Conn, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
-	if err != nil && ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
+	conn, err := dialUnix(ctx, path)
 	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			err = oe.Err
-		}
-		return nil, &DialError{Socket: path, Err: err}
+		return nil, err
 	}
 	return NewClient(conn, opts), nil
 }
@@ -187,44 +179,112 @@ func (c *Conn) send(ctx context.Context, method string, body []byte) error {
 // *DialError. ctx bounds the exchange, 30 s without a deadline; the stream
 // itself has none.
 func DialUpgrade(ctx context.Context, socket, method string, params any) (net.Conn, json.RawMessage, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	conn, err := dialUnix(ctx, socket)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return nil, nil, &DialError{Socket: socket, Err: err}
+		return nil, nil, err
 	}
-	fail := func(err error) (net.Conn, json.RawMessage, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, upgradeTimeout)
+		defer cancel()
+	}
+	// Unbuffered: the bytes after the answer are the stream's.
+	result, err := exchange(ctx, conn, unbuffered{conn}, method, params)
+	if err != nil {
 		conn.Close()
 		return nil, nil, err
 	}
+	return conn, result, nil
+}
+
+// CallOnce opens a new connection to socket, makes one call on it and
+// closes it, reading the answer on the calling goroutine: for a client that
+// makes one call and exits (agentctl), it saves the reading goroutine of a
+// Client and the wake-up of the caller it costs, about a fifth of a
+// millisecond here. Notifications are dropped. The errors are Call's, and a
+// missing socket or refused connection is a *DialError; when ctx ends
+// first, it returns ctx.Err() and the connection's close tells the peer.
+func CallOnce(ctx context.Context, socket, method string, params any) (json.RawMessage, error) {
+	conn, err := dialUnix(ctx, socket)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return exchange(ctx, conn, NewFrameReader(conn), method, params)
+}
+
+// dialUnix connects to the socket at path; a missing socket or refused
+// connection is a *DialError.
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, &DialError{Socket: path, Err: err}
+	}
+	return conn, nil
+}
+
+// frameSource reads frame bodies: a FrameReader, or the connection itself
+// where no byte past the answer may be read ahead.
+type frameSource interface{ ReadFrame() ([]byte, error) }
+
+// unbuffered reads frames straight from a connection.
+type unbuffered struct{ net.Conn }
+
+func (u unbuffered) ReadFrame() ([]byte, error) { return ReadFrame(u.Conn) }
+
+// exchange sends method with params as request 1 on conn and reads frames
+// from frames until its answer: the result, or the error answer as *Error (an
+// error answer with id 0, which a peer sends before it hangs up, counts
+// too). ctx ends the wait at once.
+func exchange(ctx context.Context, conn net.Conn, frames frameSource, method string, params any) (json.RawMessage, error) {
 	req, err := marshalRequest(1, method, params)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
-	} else {
-		conn.SetDeadline(time.Now().Add(upgradeTimeout))
 	}
-	if err := WriteFrame(conn, req); err != nil {
-		return fail(err)
+	werr := WriteFrame(conn, req)
+	for {
+		// A failed write is read past too: a peer that turned the
+		// connection away (busy) answered before it closed.
+		body, err := frames.ReadFrame()
+		if err != nil {
+			// As a Client says it: the connection ended under the call.
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case werr != nil:
+				return nil, fmt.Errorf("%w: %v", ErrClosed, werr)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrClosed, err)
+		}
+		in, err := DecodeIncoming(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the peer sent a message this client cannot read: %w", method, err)
+		}
+		if in.Response == nil || (in.Response.ID != 1 && !(in.Response.ID == 0 && in.Response.Error != nil)) {
+			continue // a notification, or an answer to nothing of ours
+		}
+		if in.Response.Error != nil {
+			return nil, in.Response.Error
+		}
+		if !stop() {
+			return nil, ctx.Err()
+		}
+		conn.SetDeadline(time.Time{})
+		return in.Response.Result, nil
 	}
-	// Unbuffered: the bytes after this frame are the stream's.
-	body, err := ReadFrame(conn)
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", method, err))
-	}
-	in, err := DecodeIncoming(body)
-	if err != nil || in.Response == nil {
-		return fail(fmt.Errorf("%s: unexpected answer: %v", method, err))
-	}
-	if in.Response.Error != nil {
-		return fail(in.Response.Error)
-	}
-	conn.SetDeadline(time.Time{})
-	return conn, in.Response.Result, nil
 }
 
 // upgradeTimeout bounds DialUpgrade's exchange when ctx has no deadline:

@@ -38,7 +38,19 @@ type ClientOptions = rpc.ClientOptions
 // this type adds the typed methods of the contract.
 type Client struct {
 	c *rpc.Conn
+	// socket is where a one-shot client (NewOneShot, c nil) connects for
+	// each call.
+	socket string
 }
+
+// NewOneShot returns a Client that holds no connection: each call opens one
+// of its own, reads the answer on the calling goroutine and closes it
+// (CallOnce). A process that makes a call or two and exits (agentctl) saves
+// the reading goroutine of a dialled Client and the wake-up of the caller
+// it costs. Calls may run at once, each on its own connection. It gets no
+// notifications; Done never closes and Err is nil. An unreachable daemon
+// is found by the first call (*UnreachableError).
+func NewOneShot(socket string) *Client { return &Client{socket: socket} }
 
 // Dial connects to the socket at path. A missing socket or refused
 // connection is an *UnreachableError.
@@ -53,6 +65,31 @@ func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error)
 	return &Client{c: c}, nil
 }
 
+// CallOnce connects to the socket at path, makes one call and closes the
+// connection, reading the answer on the calling goroutine (cheaper than a
+// Client for a process that makes one call: agentctl). Its errors are
+// Call's; a missing socket or refused connection is an *UnreachableError.
+func CallOnce(ctx context.Context, path, method string, params, result any) error {
+	raw, err := callOnceRaw(ctx, path, method, params)
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("decode result of %s: %w", method, err)
+		}
+	}
+	return nil
+}
+
+func callOnceRaw(ctx context.Context, path, method string, params any) (json.RawMessage, error) {
+	raw, err := rpc.CallOnce(ctx, path, method, params)
+	if de, ok := err.(*rpc.DialError); ok {
+		return nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
+	}
+	return raw, err
+}
+
 // NewClient runs the client protocol over an established connection and
 // takes ownership of it.
 func NewClient(conn net.Conn, opts ClientOptions) *Client {
@@ -60,13 +97,28 @@ func NewClient(conn net.Conn, opts ClientOptions) *Client {
 }
 
 // Close ends the connection; calls in flight return ErrClosed.
-func (c *Client) Close() error { return c.c.Close() }
+func (c *Client) Close() error {
+	if c.c == nil {
+		return nil // a one-shot client's calls close their own
+	}
+	return c.c.Close()
+}
 
 // Done is closed when the connection has ended; Err then says why.
-func (c *Client) Done() <-chan struct{} { return c.c.Done() }
+func (c *Client) Done() <-chan struct{} {
+	if c.c == nil {
+		return nil
+	}
+	return c.c.Done()
+}
 
 // Err returns why the connection ended, or nil while it is up.
-func (c *Client) Err() error { return c.c.Err() }
+func (c *Client) Err() error {
+	if c.c == nil {
+		return nil
+	}
+	return c.c.Err()
+}
 
 // Call sends method with params (marshalled to a JSON object; nil sends
 // none) and waits for the response, decoding its result into result when
@@ -74,11 +126,17 @@ func (c *Client) Err() error { return c.c.Err() }
 // errors.Is(err, ErrAgentNotFound) works. When ctx ends first, Call returns
 // ctx.Err() and the response, if it comes, is discarded.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if c.c == nil {
+		return CallOnce(ctx, c.socket, method, params, result)
+	}
 	return c.c.Call(ctx, method, params, result)
 }
 
 // CallRaw is Call returning the undecoded result.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if c.c == nil {
+		return callOnceRaw(ctx, c.socket, method, params)
+	}
 	return c.c.CallRaw(ctx, method, params)
 }
 
