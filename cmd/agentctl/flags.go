@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // splitDash separates a verb's arguments at "--": what follows it is a
@@ -55,3 +56,35 @@ func positiveDuration(d *time.Duration) func(string) error {
 		return nil
 	}
 }
+
+// durationVar defines a duration flag that is zero (its default: leave the
+// flag out) or more. A negative one, or one without a unit, is refused with
+// the same words as positiveDuration's, where pflag's own would say "time:
+// missing unit in duration" and take -1s.
+func durationVar(fs *pflag.FlagSet, d *time.Duration, name, usage string) {
+	fs.Var((*nonNegativeDuration)(d), name, usage)
+}
+
+type nonNegativeDuration time.Duration
+
+func (d *nonNegativeDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration; use a number with a unit, such as 2s or 500ms")
+	}
+	if v < 0 {
+		return fmt.Errorf("is negative; give a duration such as 2s, or 0 (or leave the flag out) for the default")
+	}
+	*d = nonNegativeDuration(v)
+	return nil
+}
+
+// String is "0" when unset, which help leaves out as a zero default.
+func (d *nonNegativeDuration) String() string {
+	if *d == 0 {
+		return "0"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *nonNegativeDuration) Type() string { return "duration" }

@@ -56,7 +56,7 @@ func recordVerb() verb {
 			fs.StringVarP(&out, "output", "o", "-", "file to write (- for standard output)")
 			fs.StringVar(&since, "since", "", "first time to record: RFC 3339, or a duration ago such as 10m")
 			fs.StringVar(&until, "until", "", "last time to record, likewise")
-			fs.DurationVar(&idle, "idle-limit", 0, "cap every pause at this long (0: keep them)")
+			durationVar(fs, &idle, "idle-limit", "cap every pause at this long (0: keep them)")
 			fs.BoolVar(&input, "input", false, "record typed input too (it may hold secrets)")
 			fs.BoolVar(&force, "force", false, "replace an existing file")
 			fs.BoolVarP(&follow, "follow", "f", false, "go on recording live until the session ends")

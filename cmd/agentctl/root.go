@@ -173,8 +173,12 @@ func newRoot(e *env, args []string) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.socket, "socket", wire.DefaultSocketPath(), "agentd's socket")
 	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream")
-	pf.DurationVar(&e.timeout, "timeout", 0, "give up after this long (e.g. 30s); 0 waits as long as the request does")
+	durationVar(pf, &e.timeout, "timeout", "give up after this long (e.g. 30s); 0 waits as long as the request does")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == root {
+			// fail prefixes "agentctl: " already.
+			return usagef("%v; see agentctl --help", err)
+		}
 		return usagef("%s: %v; see %s --help", commandName(c), err, c.CommandPath())
 	})
 	// The exit table ends the top-level help, as a man page's EXIT STATUS.

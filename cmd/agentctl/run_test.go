@@ -163,3 +163,24 @@ func TestJSONWantedTakesEverySpellingTheFlagDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestAFlagErrorSaysAgentctlOnce(t *testing.T) {
+	for _, args := range [][]string{{"--bogus", "list"}, {"-q", "list"}, {"list", "--bogus"}} {
+		_, errOut, code := runCtl(t, "", args...)
+		if code != wire.ExitUsage || strings.Count(errOut, "agentctl:") != 1 || !strings.Contains(errOut, "--help") {
+			t.Errorf("agentctl %v: exit %d, stderr %q; want one \"agentctl:\" prefix, the help pointer and exit %d", args, code, errOut, wire.ExitUsage)
+		}
+	}
+}
+
+func TestDurationFlagsRefuseNegativeAndUnitless(t *testing.T) {
+	for _, args := range [][]string{
+		{"--timeout", "-1s", "list"}, {"--timeout", "5", "list"}, {"wait", "py", "--idle", "-1s"},
+		{"stop", "g1", "--grace", "5"}, {"ask", "py", "x", "--lock-timeout", "-1s"}, {"record", "x", "--idle-limit", "5"},
+	} {
+		_, errOut, code := runCtl(t, "", args...)
+		if code != wire.ExitUsage || !strings.Contains(errOut, "such as 2s") {
+			t.Errorf("agentctl %v: exit %d, stderr %q; want a usage error that shows a duration", args, code, errOut)
+		}
+	}
+}

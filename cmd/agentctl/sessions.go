@@ -100,14 +100,14 @@ func askVerb() verb {
 		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
 			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the partial answer and the last lines of the screen on stderr.",
-		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test' --until 'PASS|FAIL|Error'",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test'\n  agentctl ask py 'import time; time.sleep(3); print(\"ok\")' --until '^ok'",
 		args:          exactArgs(2),
 		complete:      completeSession,
 		serverTimeout: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Until, "until", "", "stop collecting when this regular expression matches")
 			fs.Func("idle", "also end the ask after this much quiet (default: at the program's prompt)", positiveDuration(&idle))
-			fs.DurationVar(&lock, "lock-timeout", 0, "wait this long for another ask on the session")
+			durationVar(fs, &lock, "lock-timeout", "wait this long for another ask on the session")
 			fs.StringVar((*string)(&p.Via), "via", "", "auto, pty or channel")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
@@ -144,7 +144,7 @@ func listVerb() verb {
 		use: "list [-q] [--status STATUS[,STATUS]]...", summary: "list sessions", quick: true,
 		long: "List sessions in natural order of their names (w-2 before w-10). The table fits $COLUMNS (or\n" +
 			"the terminal): the command, last, is cut to fit. -q prints only the names, one a line, for\n" +
-			"scripts: agentctl list -q --status exited | xargs -n1 agentctl rm.\n\n" +
+			"scripts: agentctl list -q --status exited | xargs -r -n1 agentctl rm.\n\n" +
 			"Statuses: starting, running, exiting, exited, failed, destroying, destroyed, broken (its record\n" +
 			"is damaged), unresponsive (its worker has not answered for the time shown; agentctl stop\n" +
 			"--force NAME ends it).",
@@ -360,7 +360,7 @@ func stopVerb() verb {
 		args: exactArgs(1), complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
-			fs.DurationVar(&grace, "grace", 0, "wait this long before KILL (default 5s)")
+			durationVar(fs, &grace, "grace", "wait this long before KILL (default 5s)")
 			fs.BoolVar(&p.Force, "force", false, "if the session's worker does not answer, kill it and the program")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
@@ -540,7 +540,7 @@ func waitVerb() verb {
 		serverTimeout: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Until, "until", "", "a regular expression on the screen or new output")
-			fs.DurationVar(&idle, "idle", 0, "this much quiet")
+			durationVar(fs, &idle, "idle", "this much quiet")
 			fs.BoolVar(&p.Exit, "exit", false, "the program has ended")
 			fs.BoolVar(&progress, "progress", false, "with --json, a progress envelope every second before the result")
 		},
