@@ -287,7 +287,9 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 	return []doctorCheck{display, ext, consent}
 }
 
-const displayFix = "systemctl --user import-environment DISPLAY XAUTHORITY (or set display in the config), then systemctl --user restart agentd"
+// displayFix says how to give agentd a display: through the user's
+// systemd when agentd runs under it, else by starting it with one.
+const displayFix = "under systemd: systemctl --user import-environment DISPLAY XAUTHORITY (or set display in the config), then systemctl --user restart agentd; started by hand: restart it with DISPLAY set, or agentd --display :0"
 
 func checkFreeSpace(dir string) doctorCheck {
 	c := doctorCheck{Name: "free space"}

@@ -78,6 +78,10 @@ func recordVerb() verb {
 			if len(args) != 1 {
 				return nil, usagef("record needs a session NAME, or --screen; see agentctl record --help")
 			}
+			if e.json && out == "-" {
+				// The recording and the envelope would share stdout.
+				return nil, usagef("record --json writes its envelope on stdout, where the recording would go; give the recording a file with -o FILE")
+			}
 			if follow && !to.IsZero() {
 				return nil, usagef("-f records until the session ends; it takes no --until")
 			}

@@ -165,7 +165,12 @@ func (e *env) finish(ctx context.Context) int {
 	// has cancelled the call; exit as a shell expects (130 for Ctrl-C).
 	var sig interrupted
 	if err != nil && errors.As(context.Cause(ctx), &sig) {
-		return e.fail(e.command, fmt.Errorf("%s: %w; agentd cancelled the call", e.command, sig))
+		msg := "agentd cancelled the call"
+		if e.command == "ask" {
+			// The ask is cancelled, not what the program does with it.
+			msg = "agentd stopped waiting for the answer, but the program may still be working on the question (agentctl send NAME --keys ctrl+c interrupts it)"
+		}
+		return e.fail(e.command, fmt.Errorf("%s: %w; %s", e.command, sig, msg))
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && e.timeout > 0 {
@@ -235,7 +240,13 @@ func exitCode(err error) int {
 // interrupted is the cause of a context ended by a signal.
 type interrupted struct{ sig syscall.Signal }
 
-func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+func (i interrupted) Error() string {
+	name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT (Ctrl-C)", syscall.SIGTERM: "SIGTERM"}[i.sig]
+	if name == "" {
+		name = i.sig.String()
+	}
+	return "interrupted by " + name
+}
 
 // exit is the shell's convention for a process ended by a signal.
 func (i interrupted) exit() int { return 128 + int(i.sig) }

@@ -184,3 +184,10 @@ func TestDurationFlagsRefuseNegativeAndUnitless(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordJSONNeedsAFile(t *testing.T) {
+	out, _, code := runCtl(t, "", "--json", "record", "x")
+	if code != wire.ExitUsage || !strings.Contains(out, `"code":"usage"`) || !strings.Contains(out, "-o FILE") {
+		t.Errorf("record --json to stdout: exit %d, %q; want a usage envelope asking for -o FILE", code, out)
+	}
+}

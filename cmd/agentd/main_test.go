@@ -101,6 +101,8 @@ func TestConfigTraps(t *testing.T) {
 			[]string{":1:", `"ask_idle"`, `"5" has no unit`}},
 		{"a space in a duration", nil, []string{"--config", write("space.toml", "ask_timeout = \"10 m\"\n"), "--check-config"}, 2,
 			[]string{":1:", `"ask_timeout"`, `"10 m" has a space`}},
+		{"a key set twice", nil, []string{"--config", write("twice.toml", "ask_timeout = \"2s\"\nlog_level = \"info\"\nask_timeout = \"3s\"\n"), "--check-config"}, 2,
+			[]string{":3:", `"ask_timeout" is set twice (first on line 1)`}},
 		{"duration with its unit", nil, []string{"--config", write("ok.toml", "ask_idle = \"5s\"\n"), "--check-config"}, 0,
 			[]string{"config ok", "ok.toml"}},
 		{"display none", nil, []string{"--display", "none", "--check-config"}, 0, []string{"config ok"}},

@@ -311,6 +311,9 @@ func parse(path string, data []byte, s *Settings) ([]string, error) {
 			if key == "" {
 				key = keyAtLine(data, row)
 			}
+			if strings.Contains(de.Error(), "already") { // go-toml: "toml: key allow_act is already defined"
+				return nil, fmt.Errorf("%s:%d: key %q is set twice (first on line %d); keep one", path, row, key, lineOf(data, key))
+			}
 			for _, f := range Fields() {
 				if f.Key == key {
 					return nil, fmt.Errorf("%s:%d: key %q must be %s", path, row, key, typeWords[f.Type])
