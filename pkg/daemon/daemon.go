@@ -167,6 +167,10 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// stateLockName is the lock file in the state directory that makes one
+// daemon per state directory.
+const stateLockName = "agentd.lock"
+
 // DefaultMemoryBudget is the daemon-wide memory budget of large requests
 // and answers.
 const DefaultMemoryBudget = 256 << 20
@@ -306,6 +310,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := stateDir.ensure(d.cfg.StateDir); err != nil {
 		return err
 	}
+	// One daemon per state directory too, whatever its socket: a second
+	// one would take the first one's live sessions for unresponsive ones
+	// (their workers answer the first) and offer to kill them.
+	stateLock, err := acquireLock(filepath.Join(d.cfg.StateDir, stateLockName))
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w; or give this agentd a state directory of its own (state_dir, $XDG_STATE_HOME)", d.cfg.StateDir, err)
+	}
+	defer stateLock.release()
 	// The components are built here unless the daemon was given them
 	// (NewWith).
 	if d.sessions == nil {

@@ -569,6 +569,26 @@ func TestOneDaemonPerSocketAndStaleSocket(t *testing.T) {
 	}
 }
 
+// TestOneDaemonPerStateDir: a second daemon on a socket of its own but the
+// first one's state directory is refused, naming the first one's pid and
+// the way out; it must not take the first one's live sessions for its own.
+func TestOneDaemonPerStateDir(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(t.TempDir(), "state")
+	td := startDaemon(t, Config{StateDir: state})
+	if _, err := td.client(t).Hello(context.Background(), wire.HelloParams{}); err != nil {
+		t.Fatal(err)
+	}
+	second := filepath.Join(shortTempDir(t), "other.sock")
+	err := New(Config{SocketPath: second, StateDir: state}).Run(context.Background())
+	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), "pid ") || !strings.Contains(err.Error(), "state directory "+state) {
+		t.Errorf("a second daemon on the same state directory: got %v, want ErrAlreadyRunning naming the directory and the pid", err)
+	}
+	if _, err := os.Stat(second); err == nil {
+		t.Errorf("the refused daemon left its socket %s behind", second)
+	}
+}
+
 func TestSocketPathTooLong(t *testing.T) {
 	t.Parallel()
 	dir := shortTempDir(t)

@@ -36,7 +36,10 @@
 //
 // Decisions where the design is silent:
 //   - The lock file is the socket path plus ".lock", so two daemons on
-//     different sockets (tests, a second login) do not collide.
+//     different sockets (tests, a second login) do not collide; a second
+//     lock, agentd.lock in the state directory, keeps two daemons from
+//     sharing one state directory (the second would take the first's
+//     live sessions for unresponsive ones).
 //   - A connection beyond the limit is accepted only to be answered busy
 //     (id 0) and closed, so the client learns why instead of hanging.
 //   - Connections from another uid get permission_denied and are closed
