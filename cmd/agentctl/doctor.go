@@ -264,7 +264,7 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 		display.Status, display.Detail, display.Fix = checkFail, fmt.Sprintf("agentd has no display (%q): %s", s.Display, s.Reason), displayFix
 		ext.Status, ext.Detail = checkSkipped, "no display"
 	} else {
-		display.Status, display.Detail = checkPass, fmt.Sprintf("%s, %dx%d, %d monitors", s.Display, s.Width, s.Height, len(s.Monitors))
+		display.Status, display.Detail = checkPass, fmt.Sprintf("%s, %dx%d, %s", s.Display, s.Width, s.Height, count(len(s.Monitors), "monitor"))
 		var missing []string
 		for _, want := range []string{"MIT-SHM", "XTEST"} {
 			if !slices.Contains(s.Extensions, want) {

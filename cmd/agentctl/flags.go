@@ -88,3 +88,11 @@ func (d *nonNegativeDuration) String() string {
 }
 
 func (d *nonNegativeDuration) Type() string { return "duration" }
+
+// count says n things in English: "1 action", "2 actions".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}

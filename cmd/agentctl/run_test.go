@@ -191,3 +191,11 @@ func TestRecordJSONNeedsAFile(t *testing.T) {
 		t.Errorf("record --json to stdout: exit %d, %q; want a usage envelope asking for -o FILE", code, out)
 	}
 }
+
+func TestCountSaysOneWithoutAnS(t *testing.T) {
+	for n, want := range map[int]string{0: "0 actions", 1: "1 action", 2: "2 actions"} {
+		if got := count(n, "action"); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

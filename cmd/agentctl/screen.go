@@ -149,7 +149,7 @@ func actVerb() verb {
 		},
 		human: func(w io.Writer, r any) error {
 			a := r.(*wire.ActResult)
-			fmt.Fprintf(w, "%s: %d actions in %.0f ms\n", a.Outcome, a.ActionsRun, a.DurationMS)
+			fmt.Fprintf(w, "%s: %s in %.0f ms\n", a.Outcome, count(a.ActionsRun, "action"), a.DurationMS)
 			if o := a.Observation; o != nil {
 				state := fmt.Sprintf("%d bytes of %s", o.Bytes, o.Format)
 				if o.Unchanged {
