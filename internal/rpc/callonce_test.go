@@ -50,16 +50,21 @@ func TestCallOnceAnswersAndErrors(t *testing.T) {
 			return nil, Errorf(CodeInvalidParams, "no method %s", req.Method)
 		}
 	})
-	raw, err := CallOnce(context.Background(), sock, "echo", map[string]string{"k": "v"})
+	var raw json.RawMessage
+	err := CallOnce(context.Background(), sock, "echo", map[string]string{"k": "v"}, &raw)
 	if err != nil || string(raw) != `{"k":"v"}` {
 		t.Errorf("echo: %s, %v; want the params back", raw, err)
 	}
-	_, err = CallOnce(context.Background(), sock, "nothing", nil)
+	var decoded struct{ K string }
+	if err := CallOnce(context.Background(), sock, "echo", map[string]string{"k": "v"}, &decoded); err != nil || decoded.K != "v" {
+		t.Errorf("echo decoded: %+v, %v; want k v", decoded, err)
+	}
+	err = CallOnce(context.Background(), sock, "nothing", nil, nil)
 	var we *Error
 	if !errors.As(err, &we) || we.Code != CodeInvalidParams {
 		t.Errorf("an error answer: %v, want *Error invalid_params", err)
 	}
-	_, err = CallOnce(context.Background(), filepath.Join(t.TempDir(), "none"), "echo", nil)
+	err = CallOnce(context.Background(), filepath.Join(t.TempDir(), "none"), "echo", nil, nil)
 	var de *DialError
 	if !errors.As(err, &de) {
 		t.Errorf("no socket: %v, want *DialError", err)
@@ -79,7 +84,7 @@ func TestCallOnceCancelClosesTheCall(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := CallOnce(ctx, sock, "long", nil); errc <- err }()
+	go func() { errc <- CallOnce(ctx, sock, "long", nil, nil) }()
 	<-started
 	cancel()
 	select {
@@ -122,7 +127,7 @@ func TestCallOnceHearsAGoodbye(t *testing.T) {
 		WriteFrame(conn, body)
 		conn.Close()
 	}()
-	_, err = CallOnce(context.Background(), sock, "echo", json.RawMessage(`{}`))
+	err = CallOnce(context.Background(), sock, "echo", json.RawMessage(`{}`), nil)
 	var we *Error
 	if !errors.As(err, &we) || we.Code != "busy" {
 		t.Errorf("turned away: %v, want the peer's busy answer", err)

@@ -63,6 +63,12 @@ func NewClient(conn net.Conn, opts ClientOptions) *Conn {
 // ctx.Err() and the response, if it comes, is discarded.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := c.CallRaw(ctx, method, params)
+	return decodeInto(method, raw, err, result)
+}
+
+// decodeInto ends a call: its error, or its result decoded into result
+// when result is non-nil.
+func decodeInto(method string, raw json.RawMessage, err error, result any) error {
 	if err != nil {
 		return err
 	}
@@ -201,16 +207,18 @@ func DialUpgrade(ctx context.Context, socket, method string, params any) (net.Co
 // closes it, reading the answer on the calling goroutine: for a client that
 // makes one call and exits (agentctl), it saves the reading goroutine of a
 // Client and the wake-up of the caller it costs, about a fifth of a
-// millisecond here. Notifications are dropped. The errors are Call's, and a
-// missing socket or refused connection is a *DialError; when ctx ends
-// first, it returns ctx.Err() and the connection's close tells the peer.
-func CallOnce(ctx context.Context, socket, method string, params any) (json.RawMessage, error) {
+// millisecond here. Notifications are dropped. The result and errors are
+// Call's (a *json.RawMessage result takes it undecoded), and a missing
+// socket or refused connection is a *DialError; when ctx ends first, it
+// returns ctx.Err() and the connection's close tells the peer.
+func CallOnce(ctx context.Context, socket, method string, params, result any) error {
 	conn, err := dialUnix(ctx, socket)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Close()
-	return exchange(ctx, conn, NewFrameReader(conn), method, params)
+	raw, err := exchange(ctx, conn, NewFrameReader(conn), method, params)
+	return decodeInto(method, raw, err, result)
 }
 
 // dialUnix connects to the socket at path; a missing socket or refused

@@ -45,7 +45,7 @@ type Client struct {
 
 // NewOneShot returns a Client that holds no connection: each call opens one
 // of its own, reads the answer on the calling goroutine and closes it
-// (CallOnce). A process that makes a call or two and exits (agentctl) saves
+// (rpc.CallOnce). A process that makes a call or two and exits (agentctl) saves
 // the reading goroutine of a dialled Client and the wake-up of the caller
 // it costs. Calls may run at once, each on its own connection. It gets no
 // notifications; Done never closes and Err is nil. An unreachable daemon
@@ -65,29 +65,14 @@ func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error)
 	return &Client{c: c}, nil
 }
 
-// CallOnce connects to the socket at path, makes one call and closes the
-// connection, reading the answer on the calling goroutine (cheaper than a
-// Client for a process that makes one call: agentctl). Its errors are
-// Call's; a missing socket or refused connection is an *UnreachableError.
-func CallOnce(ctx context.Context, path, method string, params, result any) error {
-	raw, err := callOnceRaw(ctx, path, method, params)
-	if err != nil {
-		return err
-	}
-	if result != nil {
-		if err := json.Unmarshal(raw, result); err != nil {
-			return fmt.Errorf("decode result of %s: %w", method, err)
-		}
-	}
-	return nil
-}
-
-func callOnceRaw(ctx context.Context, path, method string, params any) (json.RawMessage, error) {
-	raw, err := rpc.CallOnce(ctx, path, method, params)
+// oneShot makes a one-shot client's call (rpc.CallOnce), naming an
+// unreachable daemon as Dial does.
+func (c *Client) oneShot(ctx context.Context, method string, params, result any) error {
+	err := rpc.CallOnce(ctx, c.socket, method, params, result)
 	if de, ok := err.(*rpc.DialError); ok {
-		return nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
+		return &UnreachableError{Socket: de.Socket, Err: de.Err}
 	}
-	return raw, err
+	return err
 }
 
 // NewClient runs the client protocol over an established connection and
@@ -127,7 +112,7 @@ func (c *Client) Err() error {
 // ctx.Err() and the response, if it comes, is discarded.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	if c.c == nil {
-		return CallOnce(ctx, c.socket, method, params, result)
+		return c.oneShot(ctx, method, params, result)
 	}
 	return c.c.Call(ctx, method, params, result)
 }
@@ -135,7 +120,8 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 // CallRaw is Call returning the undecoded result.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	if c.c == nil {
-		return callOnceRaw(ctx, c.socket, method, params)
+		var raw json.RawMessage
+		return raw, c.oneShot(ctx, method, params, &raw)
 	}
 	return c.c.CallRaw(ctx, method, params)
 }
