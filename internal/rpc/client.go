@@ -257,11 +257,13 @@ func exchange(ctx context.Context, conn net.Conn, frames frameSource, method str
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// The context's deadline first, then its end: the other order could
+	// put the deadline back over the past one an early cancel set.
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	werr := WriteFrame(conn, req)
 	for {
 		// A failed write is read past too: a peer that turned the
