@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +89,28 @@ func TestOnlyTheChannelsListenerReplies(t *testing.T) {
 	}
 	if a := <-done; a.err != nil || a.res.Text != "42" {
 		t.Fatalf("ask answered %+v, %v; want 42", a.res, a.err)
+	}
+}
+
+// TestBindingByCCSessionIDNeedsTheSameProofAsByName: a cc_session_id from
+// a caller that claims no session is refused ErrDenied (it was bound with
+// no proof at all, and then received the pushes meant for a session of
+// that name), and a push to that name finds no channel; from a caller
+// inside a session, the session must vouch, as for a name.
+func TestBindingByCCSessionIDNeedsTheSameProofAsByName(t *testing.T) {
+	r := NewRegistry()
+	yes := func(string) error { return nil }
+	_, _, err := r.Register(&fakeListener{name: "outsider"}, Registration{CCSessionID: "q"}, func() string { return "" }, yes)
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "cc_session_id") {
+		t.Fatalf("cc_session_id from a caller in no session: got %v, want ErrDenied naming cc_session_id", err)
+	}
+	if _, err := r.Push(context.Background(), Peer{}, PushRequest{Session: "q", Message: json.RawMessage(`"for q's agent"`)}); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("push --session q after the refusal: got %v, want ErrUnknown", err)
+	}
+	var asked string
+	res, _, err := r.Register(&fakeListener{name: "agent"}, Registration{CCSessionID: "q"}, func() string { return "w1" },
+		func(s string) error { asked = s; return nil })
+	if err != nil || asked != "w1" || res.Session != "w1" {
+		t.Fatalf("cc_session_id from inside w1: got %+v %v (vouched for %q), want bound to w1 with w1's word", res, err, asked)
 	}
 }

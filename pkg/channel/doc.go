@@ -50,7 +50,9 @@
 //     the caller runs inside it: Register's mayBind, which the daemon
 //     answers from the session component (ancestry or the session's
 //     secret). Without it, permission_denied: otherwise any program of the
-//     user could take a session's asks.
+//     user could take a session's asks. A cc_session_id from a caller
+//     that claims no session is denied outright: the id would otherwise
+//     be bound with no proof and take the pushes and asks for it.
 //   - channel.reply is accepted only from the listener holding the channel
 //     the ask went to; another connection's reply is permission_denied and
 //     leaves the ask waiting.

@@ -222,6 +222,12 @@ func (r *Registry) Register(l Listener, p Registration, sessionOfPeer func() str
 	if len(p.Description) > MaxDescription || !utf8.ValidString(p.Description) {
 		return nil, false, errorf(ErrInvalid, "description is %d bytes; give at most %d bytes of UTF-8", len(p.Description), MaxDescription)
 	}
+	if p.CCSessionID != "" && p.Session == "" {
+		// A cc_session_id names an agent's own session, and pushes and asks
+		// for that id then reach l: the same authority as a session's name,
+		// so the same proof, which only a session can give.
+		return nil, false, errorf(ErrDenied, "binding a channel by cc_session_id %.70q needs proof that the caller runs inside an agentd session, and the caller claims none; register from a process of the session (it has AGENTD_SESSION), or name the session and give its %s (session_token)", p.CCSessionID, TokenEnv)
+	}
 	if p.Session != "" {
 		why := fmt.Errorf("no proof was checked")
 		if mayBind != nil {
