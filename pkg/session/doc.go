@@ -166,10 +166,22 @@
 // The worker makes a random secret for its session at start and puts it
 // in the program's environment as TokenEnv (AGENTD_SESSION_TOKEN), replacing
 // any inherited one, and nowhere else: not argv, not a file, not the
-// manifest. It tells the Manager in its hello, over its private socket;
-// the Manager keeps it in memory (never in Info). Vouch uses it, with
-// process ancestry, to say whether a process runs inside a session, which
-// the daemon asks before binding a channel to a session.
+// manifest, not the worker protocol. Vouch uses it, with process ancestry,
+// to say whether a process runs inside a session, which the daemon asks
+// before binding a channel to a session.
+//
+// Decision (issue 21, D7): the worker's hello carries only the secret's
+// SHA-256 (tokenDigestOf), which the Manager keeps in memory (never in
+// Info) and compares, in constant time, with the digest of a token
+// presented to Vouch. The hello once carried the secret itself, and
+// anyone who reached the worker's socket could then bind a channel to the
+// session and answer its asks. Of the ways to check a token without the
+// Manager holding it, this one needs no call to the worker per check (a
+// worker.verify call would put a worker round trip, and its failures, in
+// every binding) and no file (a 0600 digest file is as readable as the
+// socket to the user's processes, and one more thing to keep in step);
+// a digest of 256 random bits gives nothing to present. Workers of an
+// older agentd still send the secret; the Manager digests it at once.
 //
 // # Privacy
 //

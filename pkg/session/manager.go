@@ -103,7 +103,7 @@ type handle struct {
 	workerPID   int
 	workerStart uint64
 	programPID  int
-	token       string // the session's secret, from the worker's hello
+	tokenDigest string // the SHA-256 of the session's secret, from the worker's hello
 	socket      string
 	gone        chan struct{} // closed once the watcher has handled the worker's end
 	// man is the session's manifest as last read, with the file's
@@ -474,7 +474,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 		c.Close()
 		return nil, decodeError(err)
 	}
-	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, token: st.Token,
+	h := &handle{name: name, client: c, workerPID: st.WorkerPID, programPID: st.ProgramPID, tokenDigest: st.digest(),
 		socket: m.socket(name), gone: make(chan struct{})}
 	h.hl.stalled = make(chan struct{})
 	h.record(&st)

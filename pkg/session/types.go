@@ -327,9 +327,14 @@ type liveStatus struct {
 	Asks         uint64    `json:"asks"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Exit         ExitInfo  `json:"exit"`
-	// Token is the session's secret (TokenEnv in the program's
-	// environment); the Manager keeps it in memory to check a channel
-	// binding. It never reaches Info, so never the wire.
+	// TokenDigest is the SHA-256 of the session's secret (TokenEnv in
+	// the program's environment), in hex: what the Manager keeps to check
+	// a token presented for a channel binding. The secret itself never
+	// crosses the worker protocol (see the package doc, Session secret).
+	TokenDigest string `json:"token_sha256,omitempty"`
+	// Token is the secret itself, as workers of agentds before issue 21
+	// sent it in their hello; read only to go on vouching for their
+	// sessions, never sent.
 	Token string `json:"token,omitempty"`
 }
 

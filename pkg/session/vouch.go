@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
@@ -25,6 +26,22 @@ func newToken() string {
 	var b [32]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// tokenDigestOf is the form in which a session's secret leaves its worker:
+// its SHA-256 in hex. Knowing it does not let anyone present the secret.
+func tokenDigestOf(token string) string {
+	d := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(d[:])
+}
+
+// digest is the secret's digest a hello carries, or that of the secret a
+// worker of an older agentd sent whole.
+func (st *liveStatus) digest() string {
+	if st.TokenDigest == "" && st.Token != "" {
+		return tokenDigestOf(st.Token)
+	}
+	return st.TokenDigest
 }
 
 // withEnv returns env with kv set, replacing any entry of the same key: a
@@ -81,7 +98,7 @@ func (m *Manager) Vouch(ctx context.Context, name string, pid int, token string)
 		}
 		return false, fmt.Sprintf("session %q has ended, so nothing runs inside it", name), nil
 	}
-	if token != "" && h.token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(h.token)) == 1 {
+	if token != "" && h.tokenDigest != "" && subtle.ConstantTimeCompare([]byte(tokenDigestOf(token)), []byte(h.tokenDigest)) == 1 {
 		return true, "", nil
 	}
 	if descends(pid, h.workerPID, h.workerStart) {

@@ -1,12 +1,15 @@
 package session
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/rpc"
 )
 
 // TestVouch: a session vouches for its program (a descendant of its
@@ -61,5 +64,62 @@ func TestVouch(t *testing.T) {
 	}
 	if ok, _, _ := m.Vouch(ctx, "v", os.Getpid(), token); ok {
 		t.Error("an ended session vouched")
+	}
+}
+
+// programToken reads the session secret from the program's environment.
+func programToken(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, TokenEnv+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("the program has no %s", TokenEnv)
+	return ""
+}
+
+// TestWorkerHelloNeverHandsOutTheSessionSecret: whoever calls a worker's
+// hello or status (the daemon, or anyone else who reaches its socket)
+// learns nothing that proves membership of the session: the answer holds
+// neither the secret nor anything from which a token Vouch accepts could
+// be made, while Vouch still accepts the secret itself.
+func TestWorkerHelloNeverHandsOutTheSessionSecret(t *testing.T) {
+	t.Parallel()
+	m := newTestEnv(t).manager(t)
+	ctx := testCtx(t, 60*time.Second)
+	info := spawn(t, m, "h", "cat")
+	token := programToken(t, info.ProgramPID)
+	c, err := rpc.Dial(ctx, m.socket("h"), rpc.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, method := range []string{mHello, mStatus} {
+		var raw json.RawMessage
+		if err := c.Call(ctx, method, nil, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), token) {
+			t.Errorf("%s hands out the session's secret: %s", method, raw)
+		}
+		var fields map[string]any
+		json.Unmarshal(raw, &fields)
+		for _, v := range fields {
+			presented, _ := v.(string)
+			if len(presented) < 32 {
+				continue
+			}
+			if ok, _, _ := m.Vouch(ctx, "h", os.Getpid(), presented); ok {
+				t.Errorf("%s's answer %q is accepted as the session's token", method, presented)
+			}
+		}
+	}
+	if ok, why, err := m.Vouch(ctx, "h", os.Getpid(), token); !ok || err != nil {
+		t.Fatalf("the secret itself: got %v %q %v, want vouched", ok, why, err)
 	}
 }

@@ -97,6 +97,9 @@ type worker struct {
 	ln     net.Listener
 	pid    int    // the program's, also its process group and session id
 	token  string // the session's secret, in the program's environment only
+	// tokenDigest is tokenDigestOf(token), the one form of the secret the
+	// worker tells anyone.
+	tokenDigest string
 
 	exitc    chan unix.WaitStatus // the program's wait status, once
 	reaped   chan struct{}        // closed when the worker has no child left
@@ -224,6 +227,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 	cleanup = append(cleanup, func() { w.master.Close(); w.slave.Close() })
 
 	w.token = newToken()
+	w.tokenDigest = tokenDigestOf(w.token)
 	cmd := &exec.Cmd{
 		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: withEnv(spec.Env, TokenEnv+"="+w.token),
 		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
@@ -664,7 +668,11 @@ func decodeParams(req *rpc.Request, v any) error {
 
 func (w *worker) handle(ctx context.Context, sc *rpc.Conn, req *rpc.Request) (any, error) {
 	switch req.Method {
-	case mHello, mStatus:
+	case mHello:
+		st := w.liveStatus()
+		st.TokenDigest = w.tokenDigest
+		return st, nil
+	case mStatus:
 		return w.liveStatus(), nil
 	case mSend:
 		var p sendParams
@@ -731,7 +739,7 @@ func (w *worker) liveStatus() liveStatus {
 	c, r := w.screenLocked().size()
 	return liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
 		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit,
-		Token: w.token}
+	}
 }
 
 func (w *worker) requireRunning(op string) error {
