@@ -143,6 +143,10 @@ var kinds = []struct {
 // Manager talking to an older worker.
 const codeUnknownMethod rpc.Code = "unknown_method"
 
+// codePermissionDenied answers a peer the worker does not serve (another
+// uid); it is agentd's wire code of the same name.
+const codePermissionDenied rpc.Code = "permission_denied"
+
 // encodeError carries a domain error to the Manager by its kind's name; a
 // *TimeoutError travels whole in the details. An error of no kind is the
 // worker's own fault and goes as the engine's internal.

@@ -498,6 +498,9 @@ func (w *worker) run(ctx context.Context) int {
 			if err != nil {
 				return
 			}
+			if !w.admit(c) {
+				continue
+			}
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
@@ -624,6 +627,34 @@ func (w *worker) finish(ws unix.WaitStatus) {
 // even those that started their own session).
 func (w *worker) signalTree(sig syscall.Signal) {
 	signalAll(w.pid, sessionMembers(w.pid, os.Getpid(), 0), sig)
+}
+
+// refuseTimeout bounds writing a refusal to a peer that does not read it.
+const refuseTimeout = 2 * time.Second
+
+// admit says whether the worker serves the connection c, by its peer's
+// uid (SO_PEERCRED, as the daemon checks its own socket): only the uid the
+// worker runs as, which is its daemon's, may call it. The socket's mode
+// alone (0600) is not enough: a directory opened to others, or a socket
+// whose mode changed, let another user type into the session. A refused
+// peer gets permission_denied and is logged with its pid, uid and
+// executable, as the daemon logs its own refusals; nothing else happens.
+// No worker call is one a session's own processes need beyond this: they
+// run as the user too.
+func (w *worker) admit(c net.Conn) bool {
+	peer, err := rpc.PeerExe(c)
+	if err != nil {
+		w.log.Warn().Err(err).Msg("cannot read peer credentials; closing")
+		c.Close()
+		return false
+	}
+	if peer.UID == os.Getuid() {
+		return true
+	}
+	w.log.Warn().Int("peer_pid", peer.PID).Int("peer_uid", peer.UID).Str("peer_exe", peer.Exe).
+		Msg("connection from another user refused")
+	go rpc.Refuse(c, rpc.Errorf(codePermissionDenied, "uid %d may not use this session's worker (it serves uid %d)", peer.UID, os.Getuid()), refuseTimeout)
+	return false
 }
 
 func (w *worker) serveConn(ctx context.Context, c net.Conn) {
