@@ -402,7 +402,9 @@ func (e *env) writeEnvelope(command, typ string, ok bool, result any, err error)
 		case errors.As(err, &sig):
 			ee.Code = codeInterrupted
 		case errors.As(err, &ue), errors.Is(err, wire.ErrClosed):
-			ee.Code, ee.Retryable = codeUnreachable, true
+			// A socket refused as not the user's stays refused until
+			// someone fixes it.
+			ee.Code, ee.Retryable = codeUnreachable, !errors.As(err, new(*wire.UntrustedSocketError))
 		case errors.As(err, &use):
 			ee.Code = codeUsage
 		default:
@@ -434,7 +436,7 @@ func exitTable() string {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\n", ci.Exit, ci.Code, ci.Meaning)
 	}
 	fmt.Fprintf(tw, "  %d\t%s\tthe command line is wrong\n", wire.ExitUsage, codeUsage)
-	fmt.Fprintf(tw, "  %d\t%s\tagentd is not running or its socket is missing\n", wire.ExitUnreachable, codeUnreachable)
+	fmt.Fprintf(tw, "  %d\t%s\tagentd is not running, or its socket is missing or not yours\n", wire.ExitUnreachable, codeUnreachable)
 	fmt.Fprintf(tw, "  %d\t%s\tCtrl-C (SIGINT) ended the call, which agentd cancelled; SIGTERM exits %d\n",
 		interrupted{syscall.SIGINT}.exit(), codeInterrupted, interrupted{syscall.SIGTERM}.exit())
 	tw.Flush()

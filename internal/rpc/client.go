@@ -222,7 +222,9 @@ func CallOnce(ctx context.Context, socket, method string, params, result any) er
 }
 
 // dialUnix connects to the socket at path; a missing socket or refused
-// connection is a *DialError.
+// connection is a *DialError, and so is a server of another uid (its Err a
+// *ForeignServerError): every client end of agentd's sockets checks whom
+// it reached, as every serving end checks who called.
 func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
@@ -234,6 +236,10 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 		if errors.As(err, &oe) && oe.Err != nil {
 			err = oe.Err
 		}
+		return nil, &DialError{Socket: path, Err: err}
+	}
+	if err := checkServer(conn); err != nil {
+		conn.Close()
 		return nil, &DialError{Socket: path, Err: err}
 	}
 	return conn, nil

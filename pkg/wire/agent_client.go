@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"errors"
 	"net"
 
 	"github.com/agentd/agentd/internal/rpc"
@@ -88,13 +87,12 @@ func (c *Client) Resize(ctx context.Context, p ResizeParams) error {
 // are the program's output (see "Raw streaming"). The caller closes it to
 // detach.
 func DialAttach(ctx context.Context, socket string, p AttachParams) (net.Conn, *AttachResult, error) {
+	if err := CheckSocketDir(socket); err != nil {
+		return nil, nil, &UnreachableError{Socket: socket, Err: err}
+	}
 	conn, raw, err := rpc.DialUpgrade(ctx, socket, MethodAttach, p)
 	if err != nil {
-		var de *rpc.DialError
-		if errors.As(err, &de) {
-			return nil, nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
-		}
-		return nil, nil, err
+		return nil, nil, dialError(err)
 	}
 	var r AttachResult
 	if err := decodeResult(raw, &r); err != nil {

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 
@@ -20,6 +21,10 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
+	var ut *UntrustedSocketError
+	if errors.As(e.Err, &ut) {
+		return ut.Error()
+	}
 	return fmt.Sprintf("cannot reach agentd at %s: %v (is agentd running? start it with `agentd`, or `systemctl --user start agentd.socket`)", e.Socket, e.Err)
 }
 
@@ -55,24 +60,38 @@ func NewOneShot(socket string) *Client { return &Client{socket: socket} }
 // Dial connects to the socket at path. A missing socket or refused
 // connection is an *UnreachableError.
 func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error) {
+	if err := CheckSocketDir(path); err != nil {
+		return nil, &UnreachableError{Socket: path, Err: err}
+	}
 	c, err := rpc.Dial(ctx, path, opts)
 	if err != nil {
-		if de, ok := err.(*rpc.DialError); ok {
-			return nil, &UnreachableError{Socket: de.Socket, Err: de.Err}
-		}
-		return nil, err
+		return nil, dialError(err)
 	}
 	return &Client{c: c}, nil
+}
+
+// dialError names a connection that could not be made, or was refused by
+// the client itself (a server of another uid), as an *UnreachableError.
+func dialError(err error) error {
+	var de *rpc.DialError
+	if !errors.As(err, &de) {
+		return err
+	}
+	var fe *rpc.ForeignServerError
+	if errors.As(de.Err, &fe) {
+		return &UnreachableError{Socket: de.Socket, Err: &UntrustedSocketError{Socket: de.Socket, Found: fe.Error(),
+			Fix: "another user's program listens where agentd's socket should be; do not use it, and start your own agentd on a directory of your own (XDG_RUNTIME_DIR or " + SocketEnv + ")"}}
+	}
+	return &UnreachableError{Socket: de.Socket, Err: de.Err}
 }
 
 // oneShot makes a one-shot client's call (rpc.CallOnce), naming an
 // unreachable daemon as Dial does.
 func (c *Client) oneShot(ctx context.Context, method string, params, result any) error {
-	err := rpc.CallOnce(ctx, c.socket, method, params, result)
-	if de, ok := err.(*rpc.DialError); ok {
-		return &UnreachableError{Socket: de.Socket, Err: de.Err}
+	if err := CheckSocketDir(c.socket); err != nil {
+		return &UnreachableError{Socket: c.socket, Err: err}
 	}
-	return err
+	return dialError(rpc.CallOnce(ctx, c.socket, method, params, result))
 }
 
 // NewClient runs the client protocol over an established connection and
