@@ -411,7 +411,7 @@ func (r *logReader) poll(fn func(Event) error) error {
 func (r *logReader) openCurrent() error {
 	r.close()
 	r.part = nil
-	f, err := openNoFollow(filepath.Join(r.dir, logName), os.O_RDONLY)
+	f, err := openLogNoFollow(filepath.Base(r.dir), filepath.Join(r.dir, logName))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -445,7 +445,7 @@ func (r *logReader) seek(f *os.File, size int64) error {
 }
 
 func (r *logReader) readFile(path string, fn func(Event) error) error {
-	f, err := openNoFollow(path, os.O_RDONLY)
+	f, err := openLogNoFollow(filepath.Base(r.dir), path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

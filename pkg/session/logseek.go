@@ -131,7 +131,7 @@ func lastSeqOf(dir string) (uint64, error) {
 }
 
 func lastSeqIn(path string) (uint64, error) {
-	f, err := openNoFollow(path, os.O_RDONLY)
+	f, err := openLogNoFollow(filepath.Base(filepath.Dir(path)), path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil
