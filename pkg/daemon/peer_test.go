@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,13 @@ func TestAnotherUserIsRefused(t *testing.T) {
 	if !strings.Contains(got, string(wire.CodePermissionDenied)) || !strings.Contains(got, "uid 65534") || !strings.HasSuffix(strings.TrimSpace(got), "closed") {
 		t.Errorf("another uid got %q, want permission_denied naming uid 65534, then the connection closed", got)
 	}
+	// The careless chmod makes the user's own clients refuse the socket
+	// (they cannot tell it from a planted one) until it is undone.
+	var ut *wire.UntrustedSocketError
+	if _, err := wire.Dial(context.Background(), td.socket, wire.ClientOptions{}); !errors.As(err, &ut) {
+		t.Errorf("own client with the socket's directory at 0711: got %v, want *wire.UntrustedSocketError", err)
+	}
+	os.Chmod(filepath.Dir(td.socket), 0o700)
 	if _, err := td.client(t).Hello(context.Background(), wire.HelloParams{}); err != nil {
 		t.Errorf("own user not served after a refused peer: %v", err)
 	}
