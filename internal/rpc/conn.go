@@ -118,6 +118,23 @@ func appendNotification(dst []byte, method string, params json.RawMessage) []byt
 	return append(dst, '}')
 }
 
+// NotifyContext is Notify bounded by ctx too: when ctx ends while the
+// write is blocked on a peer that does not read, the write is cut short
+// and the connection closed (a frame half written cannot be taken back).
+// A stream of notifications to one peer (a log follow) uses it, so that
+// cancelling the stream, at a daemon's stop say, does not wait for the
+// write timeout.
+func (c *Conn) NotifyContext(ctx context.Context, method string, params any) error {
+	p, err := marshalResult(params)
+	if err != nil {
+		return err
+	}
+	if _, given := params.(json.RawMessage); given && len(p) > 0 && !json.Valid(p) {
+		return fmt.Errorf("notification %s: params are not valid JSON", method)
+	}
+	return c.w.writeCtx(ctx, appendNotification(make([]byte, 0, len(p)+len(method)+24), method, p))
+}
+
 func (c *Conn) write(body []byte) error { return c.w.write(body) }
 
 // Serve reads the connection until the peer hangs up, a frame is broken,

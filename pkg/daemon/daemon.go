@@ -823,6 +823,13 @@ func (c *Conn) Notify(method string, params any) error {
 	return c.sc.Notify(method, params)
 }
 
+// NotifyContext is Notify cut short when ctx ends (rpc.Conn.NotifyContext):
+// what a stream to this client writes with, so a client that never reads
+// does not hold a stop or a cancel for the write timeout.
+func (c *Conn) NotifyContext(ctx context.Context, method string, params any) error {
+	return c.sc.NotifyContext(ctx, method, params)
+}
+
 // Stalled returns the write timeout that closed the connection because the
 // client stopped reading, or nil (channel.Staller).
 func (c *Conn) Stalled() error {

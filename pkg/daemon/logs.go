@@ -52,7 +52,10 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 	if streaming {
 		out.emit = func(le wire.LogEvent) error {
 			le.Name = p.Name
-			return call.Conn.Notify(wire.NotifyLogEvent, le)
+			// Bounded by the call's context: a stop (which ends long
+			// calls at once) or a cancel must not wait for a follower
+			// that never reads (issue 21, D11).
+			return call.Conn.NotifyContext(ctx, wire.NotifyLogEvent, le)
 		}
 	} else {
 		out.emit = out.addToPage
