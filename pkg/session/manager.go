@@ -715,15 +715,32 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	if errors.As(err, &we) {
 		return decodeError(err)
 	}
-	// The connection broke under the call.
+	// The connection broke under the call: the worker closes its
+	// connections once its program has ended, and a stop or rm --force
+	// may have done that (and removed the session) meanwhile. Say which,
+	// as a sentinel: a race with a stop is the session's state, never an
+	// internal error (issue 21, D5).
 	select {
 	case <-h.gone:
 	case <-time.After(2 * time.Second):
 	}
-	if man, rerr := readManifest(m.dir(name)); rerr == nil && man.Status.Terminal() {
+	return m.brokeDuring(name, op)
+}
+
+// brokeDuring is the error of an op whose worker connection ended under
+// it: ErrNotFound when the session was removed meanwhile, ErrInvalidStatus
+// with the status it ended in, or, while the session still reads as live
+// (its watcher has not settled it yet), ErrInvalidStatus saying the outcome
+// is unknown.
+func (m *Manager) brokeDuring(name, op string) error {
+	man, err := m.readState(name)
+	if err != nil {
+		return err
+	}
+	if man.Status.Terminal() || man.Status == StatusBroken {
 		return statusError(name, man.Status, man.Termination, op)
 	}
-	return fmt.Errorf("session %q: the connection to its worker broke during %s, so the outcome is unknown; agentctl status %s shows the session", name, op, name)
+	return errorf(ErrInvalidStatus, "session %q: the connection to its worker broke during %s (the session is %s), so the outcome is unknown; agentctl status %s shows the session", name, op, man.Status, name)
 }
 
 func (m *Manager) infoLive(ctx context.Context, h *handle) (*Info, error) {
@@ -1034,10 +1051,10 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	}
 	man, err = m.readState(req.Name)
 	if err != nil {
-		return nil, err
+		return nil, err // removed meanwhile (rm --force): ErrNotFound
 	}
 	if !man.Status.Terminal() {
-		return nil, fmt.Errorf("session %q: lost its worker while stopping; agentctl status %s shows the session", req.Name, req.Name)
+		return nil, errorf(ErrInvalidStatus, "session %q: lost its worker while stopping (the session is %s); agentctl status %s shows the session", req.Name, man.Status, req.Name)
 	}
 	return exitFromManifest(man), nil
 }
