@@ -68,7 +68,7 @@ func (m *Manager) readState(name string) (*Manifest, error) {
 			b.Argv, b.Cwd, b.CreatedAt = man.Argv, man.Cwd, man.CreatedAt
 			return b, nil
 		}
-		return man, nil
+		return m.settledInMemory(name, man), nil
 	}
 	if fi, serr := os.Lstat(dir); serr != nil || !fi.IsDir() {
 		return nil, notFound(name)

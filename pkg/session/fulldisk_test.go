@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,4 +171,78 @@ func TestFullDiskKeepsTheProgramAndRecordsAGap(t *testing.T) {
 	if _, err := os.Lstat(m.dir("g")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("session directory after rm on a full disk: %v, want none", err)
 	}
+}
+
+// TestFullDiskStopStatusListAndLogAgree: a session stopped while the disk
+// is full (its worker can record the end in the log but not in the
+// manifest) is the same ended session to stop, status and list, however
+// often they look, with one exit record in its log and no failure logged
+// again on every look; once space returns, the manifest says so too.
+func TestFullDiskStopStatusListAndLogAgree(t *testing.T) {
+	t.Parallel()
+	env, fill, free := smallDisk(t, 512<<10)
+	var logs lockedLog
+	lg := zerolog.New(&logs)
+	env.opts.Logger = &lg
+	m := env.manager(t)
+	logWorkerOnFailure(t, env, "fd1")
+	ctx := testCtx(t, 120*time.Second)
+	info := spawn(t, m, "fd1", "sleep", "3600")
+	fill()
+	x, err := m.Stop(ctx, StopRequest{Name: "fd1"})
+	if err != nil {
+		t.Fatalf("stop on a full disk: %v", err)
+	}
+	await(t, 30*time.Second, "the worker to exit", func() bool { return !processAlive(info.WorkerPID, 0) })
+	for i := 0; i < 10; i++ {
+		st, err := m.Status(ctx, "fd1")
+		if err != nil || st.Status.Allows().Live || st.Termination != x.Termination {
+			t.Fatalf("status after stop said %s: got %+v %v, want ended %s", x.Termination, st, err, x.Termination)
+		}
+		ls, err := m.List(ctx, ListRequest{})
+		if err != nil || len(ls) != 1 || ls[0].Status.Allows().Live || ls[0].Termination != x.Termination || ls[0].PID != 0 {
+			t.Fatalf("list after stop said %s: got %+v %v, want it ended %s with no pid", x.Termination, ls, err, x.Termination)
+		}
+	}
+	free()
+	await(t, 30*time.Second, "the manifest to say how it ended", func() bool {
+		m.Status(ctx, "fd1")
+		man, err := readManifest(m.dir("fd1"))
+		return err == nil && man.Status.Terminal() && man.Termination == x.Termination
+	})
+	var exits []Event
+	if err := m.Logs(ctx, LogsRequest{Name: "fd1"}, func(ev Event) error {
+		if ev.Type == EventExit {
+			exits = append(exits, ev)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(exits) != 1 || exits[0].Termination != x.Termination {
+		t.Errorf("exit records %+v, want one, %s", exits, x.Termination)
+	}
+	for _, line := range []string{"session failed: its worker is gone", `"message":"write manifest"`} {
+		if n := strings.Count(logs.String(), line); n > 1 {
+			t.Errorf("%q logged %d times, want at most once:\n%s", line, n, logs.String())
+		}
+	}
+}
+
+// lockedLog is a log sink for the Manager's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -76,6 +76,9 @@ type Manager struct {
 	// alive but did not answer an attach, since when: List reports them
 	// unresponsive too, as it does attached workers that stop answering.
 	unanswered map[string]time.Time
+	// unwritten are sessions settled by the Manager whose manifests the
+	// disk did not take (settle.go), by name.
+	unwritten map[string]*unwritten
 	spawning   int
 	// spawningNames are the sessions this Manager is spawning: their
 	// directory has no manifest yet and that is not a fault.
@@ -520,8 +523,8 @@ func (m *Manager) watch(h *handle) {
 		}
 		if !processAlive(h.workerPID, h.workerStart) {
 			m.attachMu.Lock()
-			if man, err := readManifest(m.dir(h.name)); err == nil && !man.Status.Terminal() {
-				m.markDead(h.name, man, fmt.Sprintf("worker %d died", h.workerPID))
+			if man, err := m.readState(h.name); err == nil && !man.Status.Terminal() && man.Status != StatusBroken {
+				m.settleGone(h.name, man, fmt.Sprintf("worker %d died", h.workerPID), h.knownExit())
 			}
 			m.attachMu.Unlock()
 			return
@@ -537,33 +540,6 @@ func (m *Manager) watch(h *handle) {
 			return
 		}
 	}
-}
-
-// markDead records a session whose worker is gone as failed (host_death),
-// and kills whatever of its program may be left. Called with attachMu held.
-func (m *Manager) markDead(name string, man *Manifest, detail string) {
-	if man.ProgramPID > 0 {
-		signalAll(man.ProgramPID, sessionMembers(man.ProgramPID, 0, 0), syscall.SIGKILL)
-	}
-	dir := m.dir(name)
-	now := time.Now().UTC()
-	m.mu.Lock()
-	delete(m.unanswered, name)
-	m.mu.Unlock()
-	if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
-		l.append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
-		l.append(&Event{Type: EventExit, Termination: TermHostDeath})
-		man.Events = l.seq
-		l.close()
-	}
-	man.Status, man.Termination, man.Reason, man.EndedAt = StatusFailed, TermHostDeath, detail, &now
-	if err := writeManifest(dir, man); err != nil {
-		m.log.Error().Err(err).Str("session", name).Msg("write manifest")
-	}
-	if man.Socket != "" {
-		os.Remove(man.Socket)
-	}
-	m.log.Warn().Str("session", name).Str("detail", detail).Msg("session failed: its worker is gone")
 }
 
 // lookup returns the live handle of name (attaching if need be) or, for a
