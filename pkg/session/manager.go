@@ -76,17 +76,15 @@ type Manager struct {
 	// alive but did not answer an attach, since when: List reports them
 	// unresponsive too, as it does attached workers that stop answering.
 	unanswered map[string]time.Time
-
-	// unwritten are sessions settled by the Manager whose manifests the
-	// disk did not take (settle.go), by name.
-	unwritten map[string]*unwritten
-
 	spawning   int
 	// spawningNames are the sessions this Manager is spawning: their
 	// directory has no manifest yet and that is not a fault.
 	spawningNames map[string]bool
 	closed        bool
 	closing       chan struct{}
+	// unwritten are sessions settled by the Manager whose manifests the
+	// disk did not take (settle.go), by name.
+	unwritten map[string]*unwritten
 	// life ends when the Manager closes: it is the root of the calls the
 	// Manager's own goroutines make (heartbeats), which no request owns.
 	life    context.Context
