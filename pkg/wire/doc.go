@@ -13,6 +13,18 @@
 // places: its name in Methods and its types here, its route in pkg/daemon
 // (a test fails when the two lists differ), and the domain method it calls.
 //
+// # Whom the client talks to
+//
+// Before it sends anything, the client checks the socket (CheckSocketDir,
+// then SO_PEERCRED in the engine's dial): its directory must be the
+// user's own, 0700 and not a symbolic link, as agentd makes it, and the
+// process listening must run as the user. Anything else is an
+// *UnreachableError holding an *UntrustedSocketError that names what was
+// found and the fix; nothing was written. The costs are one lstat and one
+// getsockopt per connection. The check matters most for the fallback
+// under the temporary directory (no XDG_RUNTIME_DIR), a name another user
+// can take first.
+//
 // # Frames
 //
 // Every message in either direction is one frame: a 4-byte little-endian
