@@ -187,6 +187,9 @@ func (m *Manager) stopBroken(ctx context.Context, name string, sig syscall.Signa
 func (m *Manager) removeDir(name string) error {
 	trash := filepath.Join(m.sessions, trashPrefix+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(m.dir(name), trash); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return notFound(name) // another removal won the race
+		}
 		return fmt.Errorf("remove session %q: %w", name, err)
 	}
 	os.Remove(m.socket(name))

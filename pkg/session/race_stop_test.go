@@ -75,16 +75,18 @@ func TestAskAndSendRacingStopAndRemoveNeverFailUnknown(t *testing.T) {
 				}
 			}()
 		}
-		enders.Add(2)
+		enders.Add(3)
 		go func() {
 			defer enders.Done()
 			_, err := m.Stop(ctx, StopRequest{Name: name, Signal: "KILL", Grace: time.Millisecond})
 			note("stop", err)
 		}()
-		go func() {
-			defer enders.Done()
-			note("rm --force", m.Remove(ctx, name, true))
-		}()
+		for i := 0; i < 2; i++ {
+			go func() {
+				defer enders.Done()
+				note("rm --force", m.Remove(ctx, name, true))
+			}()
+		}
 		enders.Wait()
 		// The calls go on a moment after the session has gone.
 		for i := 0; i < 3; i++ {
