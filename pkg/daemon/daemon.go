@@ -60,6 +60,9 @@ type Config struct {
 	// MaxConnections bounds open client connections; beyond it a new
 	// connection is answered busy and closed.
 	MaxConnections int
+	// MaxSessions bounds the live sessions (max_sessions); zero is the
+	// session package's default. It needs a restart.
+	MaxSessions int
 	// ReadTimeout bounds how long a frame may take once it has begun.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds one frame written to a client: a client that has
@@ -335,6 +338,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			DaemonSocket:  d.cfg.SocketPath,
 			WorkerCommand: d.cfg.WorkerCommand,
 			LogCap:        d.cfg.EventLogCap,
+			MaxSessions:   d.cfg.MaxSessions,
 			Logger:        &sessionLog,
 		})
 		if err != nil {

@@ -254,7 +254,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	}
 	if len(m.live)+m.spawning >= m.opts.MaxSessions {
 		m.mu.Unlock()
-		return nil, errorf(ErrBusy, "%d sessions are running, the limit; stop or remove one first", m.opts.MaxSessions)
+		return nil, errorf(ErrBusy, "%d sessions are running, agentd's limit (max_sessions); stop or remove one first, or raise max_sessions in the config", m.opts.MaxSessions)
 	}
 	if m.spawningNames[req.Name] {
 		m.mu.Unlock()
