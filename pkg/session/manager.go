@@ -214,6 +214,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	if len(req.Argv) > MaxArgs || len(req.Env) > MaxEnv {
 		return nil, errorf(ErrInvalid, "spawn of %q has too many arguments or environment variables (at most %d and %d)", req.Name, MaxArgs, MaxEnv)
 	}
+	if err := checkSpawnSize(req); err != nil {
+		return nil, err
+	}
 	for _, a := range req.Argv {
 		if strings.IndexByte(a, 0) >= 0 {
 			return nil, errorf(ErrInvalid, "spawn of %q: an argument contains a NUL byte, which no program can receive", req.Name)
