@@ -214,9 +214,8 @@ type Daemon struct {
 		sync.Mutex
 		n map[int]int
 		// admitting counts, by peer pid, the connections accepted and
-		// not yet admitted or refused; admittingAll all of them.
-		admitting    map[int]int
-		admittingAll int
+		// not yet admitted or refused.
+		admitting map[int]int
 		// freed is closed (and replaced) when any connection ends, for a
 		// connection waiting for its process's share to have room.
 		freed chan struct{}
@@ -548,9 +547,14 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 		// counted apart from the admitted ones, so a flood being refused
 		// does not fill max_connections; these are bounded too, as
 		// goroutines and descriptors, and past that closed unanswered.
-		done, ok := d.startAdmitting(uc, d.live.Load().MaxConnections)
+		limit := d.live.Load().MaxConnections
+		done, pid, ok := d.startAdmitting(uc, limit)
 		if !ok {
-			uc.Close()
+			// Refused at once, without the wait for the share, and
+			// counted nowhere: as before, a refusal is a short
+			// goroutine that writes one frame.
+			go d.refuse(uc, wire.Errorf(wire.CodeBusy,
+				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit))
 			continue
 		}
 		d.conns.Add(1)
@@ -586,19 +590,13 @@ func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
 // read it.
 const refuseWriteTimeout = 5 * time.Second
 
-// admittingFactor bounds the connections being admitted or refused at
-// once, as a multiple of MaxConnections: each process may have at most
-// MaxConnections of them, all processes together admittingFactor times
-// that.
-const admittingFactor = 4
-
 // startAdmitting counts a just-accepted connection as being admitted, under
 // its peer's pid (SO_PEERCRED, one getsockopt), and returns what ends that;
-// false when its process (or everyone) already has too many being admitted
-// or refused, and it is to be closed unanswered. A process that floods the
-// socket so fills only its own part.
-func (d *Daemon) startAdmitting(uc *net.UnixConn, limit int) (done func(), ok bool) {
-	pid := -1 // credentials unreadable: one shared bucket; serveConn refuses them
+// false when its process already has MaxConnections being admitted, and it
+// is to be refused at once. A process that floods the socket so fills only
+// its own part.
+func (d *Daemon) startAdmitting(uc *net.UnixConn, limit int) (done func(), pid int, ok bool) {
+	pid = -1 // credentials unreadable: one shared bucket; serveConn refuses them
 	if raw, err := uc.SyscallConn(); err == nil {
 		raw.Control(func(fd uintptr) {
 			if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
@@ -608,11 +606,10 @@ func (d *Daemon) startAdmitting(uc *net.UnixConn, limit int) (done func(), ok bo
 	}
 	d.perPeer.Lock()
 	defer d.perPeer.Unlock()
-	if d.perPeer.admitting[pid] >= limit || d.perPeer.admittingAll >= limit*admittingFactor {
-		return nil, false
+	if d.perPeer.admitting[pid] >= limit {
+		return nil, pid, false
 	}
 	d.perPeer.admitting[pid]++
-	d.perPeer.admittingAll++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -621,9 +618,8 @@ func (d *Daemon) startAdmitting(uc *net.UnixConn, limit int) (done func(), ok bo
 			if d.perPeer.admitting[pid]--; d.perPeer.admitting[pid] <= 0 {
 				delete(d.perPeer.admitting, pid)
 			}
-			d.perPeer.admittingAll--
 		})
-	}, true
+	}, pid, true
 }
 
 // serveConn admits (or refuses) and serves one connection; admitted ends
