@@ -50,7 +50,7 @@ type Settings struct {
 	AuditLogCap     int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
 	RecordScreen    bool     `toml:"record_screen" doc:"keep every act batch's observation beside the audit log for agentctl record --screen" live:"true"`
 	RecordScreenCap int64    `toml:"record_screen_cap" doc:"bytes of kept observations; the oldest go first" live:"false"`
-	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
+	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once for clients (requests, answers, channel queues), across connections; past it they are answered busy" live:"false"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.

@@ -151,6 +151,10 @@ func (c *Conn) Serve(ctx context.Context, h Handler) error {
 // connection ended as the calling side reports it (Err).
 func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 	parent := ctx
+	if c.opts.Budget != nil {
+		// Handlers reach the budget through their contexts (Reserve).
+		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Budget)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	upgraded := false
@@ -228,15 +232,15 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 			// end just ends.
 			var fe *FrameError
 			if h != nil && errors.As(err, &fe) {
-				c.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()))
+				c.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()), nil)
 			} else if h != nil && isTimeout(err) && ctx.Err() == nil {
-				c.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", c.opts.ReadTimeout))
+				c.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", c.opts.ReadTimeout), nil)
 			}
 			return c.ended(ctx, err), err
 		}
 		if h == nil {
 			// A calling end reads only responses and notifications.
-			c.opts.Budget.release(held)
+			held.Release()
 			if err := c.deliver(body); err != nil {
 				return err, err
 			}
@@ -246,19 +250,19 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		req, derr := DecodeRequest(body)
 		if derr != nil {
 			if taken, err := c.deliverIfAwaited(body); err != nil {
-				c.opts.Budget.release(held)
+				held.Release()
 				return err, err
 			} else if taken {
-				c.opts.Budget.release(held)
+				held.Release()
 				idle.end()
 				continue
 			}
-			c.opts.Budget.release(held)
+			held.Release()
 			var id uint64
 			if req != nil {
 				id = req.ID
 			}
-			c.reply(id, nil, derr.(*Error))
+			c.reply(id, nil, derr.(*Error), nil)
 			if c.opts.OnRequestDone != nil {
 				c.opts.OnRequestDone(orEmpty(req), 0, derr.(*Error))
 			}
@@ -266,7 +270,7 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 			continue
 		}
 		if c.opts.MayUpgrade != nil && c.opts.MayUpgrade(req.Method) {
-			c.opts.Budget.release(held)
+			held.Release()
 			if up := c.handleUpgrade(ctx, h, req); up != nil {
 				idle.stop() // the stream owns the connection now
 				wg.Wait()
@@ -287,11 +291,11 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			c.opts.Budget.release(held)
+			held.Release()
 			return c.ended(ctx, ctx.Err()), ctx.Err()
 		}
 		if ctx.Err() != nil {
-			c.opts.Budget.release(held)
+			held.Release()
 			return nil, ctx.Err()
 		}
 		wg.Add(1)

@@ -2,13 +2,19 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -68,4 +74,112 @@ func TestRefusedFloodLeavesRoomForOtherProcesses(t *testing.T) {
 			t.Fatalf("another process while this one floods (try %d): %v\n%s", i+1, err, out)
 		}
 	}
+}
+
+// pageSessions is a session component whose every log holds events of
+// eventBytes of output each.
+type pageSessions struct {
+	fakeSessions
+	eventBytes int
+}
+
+func (p pageSessions) Logs(ctx context.Context, req session.LogsRequest, fn func(session.Event) error) error {
+	data := []byte(strings.Repeat("o", p.eventBytes))
+	for i := uint64(0); ; i++ {
+		if err := fn(session.Event{Seq: req.FromSeq + i, TS: time.Now(), Type: session.EventOutput, Data: data}); err != nil {
+			return err
+		}
+	}
+}
+
+// startDaemonWith is startDaemon with the session component given.
+func startDaemonWith(t *testing.T, cfg Config, sessions Sessions) *testDaemon {
+	t.Helper()
+	cfg.SocketPath = filepath.Join(shortTempDir(t), "run", "agentd.sock")
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	d := NewWith(cfg, Components{Sessions: sessions})
+	d.vouch = func(context.Context, string, Peer, string) error { return nil }
+	return serveDaemon(t, d, cfg.SocketPath)
+}
+
+// TestPipelinedLogsStayInTheBudget: connections that pipeline 256
+// agent.logs pages each (limit 60, about 200 KiB apiece, under the old
+// large-answer threshold) and read none hold about the memory budget, not
+// every page: issue 21's D1 took a daemon to 962 MiB against 256 MiB so.
+// Once they read, the budget is given back. Not parallel: it measures the
+// heap.
+func TestPipelinedLogsStayInTheBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap; the race detector's shadow memory distorts it")
+	}
+	const (
+		budget   = 16 << 20
+		conns    = 8
+		pipeline = 256
+	)
+	td := startDaemonWith(t, Config{MemoryBudget: budget, MaxConnections: 64}, pageSessions{eventBytes: 3000})
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	heapGrown := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse) - int64(before.HeapInuse)
+	}
+	var raws []net.Conn
+	for range conns {
+		c, err := net.Dial("unix", td.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		raws = append(raws, c)
+		for i := range pipeline {
+			body := fmt.Sprintf(`{"id":%d,"method":"agent.logs","params":{"name":"s","limit":60}}`, i+1)
+			if err := rpc.WriteFrame(c, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	limit := int64(2*budget + 16<<20)
+	var peak int64
+	deadline := time.Now().Add(3 * time.Second) // past the budget's wait, the refusals are made
+	for time.Now().Before(deadline) {
+		peak = max(peak, heapGrown())
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("live heap: peak %d MiB with %d unread pages pipelined (budget %d MiB)", peak>>20, conns*pipeline, budget>>20)
+	if peak > limit {
+		t.Errorf("live heap grew %d MiB holding unread pages, want at most %d MiB (twice the budget and some)", peak>>20, limit>>20)
+	}
+	// Read everything: each call is answered, a page or busy.
+	pages, busy := 0, 0
+	for _, c := range raws {
+		fr := rpc.NewFrameReader(c)
+		for range pipeline {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			body, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("reading the answers: %v", err)
+			}
+			resp, err := rpc.DecodeIncoming(body)
+			if err != nil || resp.Response == nil {
+				t.Fatalf("answer %.100s: %v", body, err)
+			}
+			switch e := resp.Response.Error; {
+			case e == nil:
+				pages++
+			case e.Code == wire.CodeBusy && strings.Contains(e.Message, "memory_budget"):
+				busy++
+			default:
+				t.Fatalf("answer: %v, want a page or busy naming memory_budget", e)
+			}
+		}
+	}
+	t.Logf("%d pages, %d busy", pages, busy)
+	if pages == 0 {
+		t.Errorf("no page was answered")
+	}
+	await(t, 10*time.Second, "the budget back to zero", func() bool { return td.budget.InUse() == 0 })
 }
