@@ -287,6 +287,21 @@ func (b *Budget) newLease(ctx context.Context, n int64, wait time.Duration, forc
 	return l
 }
 
+// Hold takes n bytes at once, without waiting, for a value the server
+// keeps for a client outside any request (a channel's queued message); the
+// error, when there is no room, names the budget. The value releases the
+// lease when it is done.
+func (b *Budget) Hold(n int) (*Lease, error) {
+	if b == nil {
+		return nil, nil
+	}
+	l := b.newLease(context.Background(), int64(n), 0, false, true)
+	if l == nil {
+		return nil, Errorf(codeBusy, "agentd is holding its whole memory budget (%s, memory_budget) for its clients; retry later, or raise memory_budget", sizeText(b.max))
+	}
+	return l, nil
+}
+
 // WithLease is a handler result that owns budget: v is sent as the answer
 // (as the handler would have returned it) and l, which holds what v's
 // building took, becomes the answer's own lease, released once the answer

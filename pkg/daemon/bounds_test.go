@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -182,4 +184,90 @@ func TestPipelinedLogsStayInTheBudget(t *testing.T) {
 		t.Errorf("no page was answered")
 	}
 	await(t, 10*time.Second, "the budget back to zero", func() bool { return td.budget.InUse() == 0 })
+}
+
+// TestChannelQueuesStayInTheBudget: one listener holding many channels
+// that reads none of its messages (issue 21's D2: 128 channels took the
+// daemon to 1,130 MiB) holds about the memory budget, not every channel's
+// queue: queued messages count in memory_budget, and past it pushes are
+// busy naming it. When the listener leaves, every byte goes back. Not
+// parallel: it measures the heap.
+func TestChannelQueuesStayInTheBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap; the race detector's shadow memory distorts it")
+	}
+	const (
+		budget   = 16 << 20
+		channels = 32
+	)
+	td := startDaemon(t, Config{MemoryBudget: budget})
+	ctx := context.Background()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	heapGrown := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse) - int64(before.HeapInuse)
+	}
+	// The listener registers its channels, reading only those answers.
+	listener, err := net.Dial("unix", td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	fr := rpc.NewFrameReader(listener)
+	var ids []string
+	for i := range channels {
+		body := fmt.Sprintf(`{"id":%d,"method":"channel.register_channel","params":{"session":"q%d"}}`, i+1, i)
+		if err := rpc.WriteFrame(listener, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		answer, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := rpc.DecodeIncoming(answer)
+		if err != nil || in.Response == nil || in.Response.Error != nil {
+			t.Fatalf("register %d: %s %v", i, answer, err)
+		}
+		var res wire.RegisterChannelResult
+		json.Unmarshal(in.Response.Result, &res)
+		ids = append(ids, res.ChannelID)
+	}
+	// Push 64 KiB messages to every channel until each is busy.
+	pusher := td.client(t)
+	msg, _ := json.Marshal(strings.Repeat("m", 64<<10-16))
+	queued, busyBudget := 0, 0
+	for _, id := range ids {
+		for {
+			_, err := pusher.PushToChannel(ctx, wire.PushParams{ChannelID: id, Message: msg})
+			if err == nil {
+				queued++
+				continue
+			}
+			if !errors.Is(err, wire.ErrBusy) {
+				t.Fatalf("push: %v, want queued or busy", err)
+			}
+			if strings.Contains(err.Error(), "memory_budget") {
+				busyBudget++
+			}
+			break
+		}
+	}
+	held := heapGrown()
+	t.Logf("%d messages queued, %d channels refused on the budget; live heap grew %d MiB (budget %d MiB)", queued, busyBudget, held>>20, budget>>20)
+	if limit := int64(2*budget + 16<<20); held > limit {
+		t.Errorf("live heap grew %d MiB with an unread listener's queues, want at most %d MiB", held>>20, limit>>20)
+	}
+	if busyBudget == 0 {
+		t.Errorf("no push was refused naming memory_budget")
+	}
+	// The listener leaves: the budget is given back whole, and the heap.
+	listener.Close()
+	await(t, 10*time.Second, "the budget back to zero", func() bool { return td.budget.InUse() == 0 })
+	if after := heapGrown(); after > 8<<20 {
+		t.Errorf("live heap %d MiB over the start after the listener left, want its queues freed", after>>20)
+	}
 }

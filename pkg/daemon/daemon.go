@@ -274,7 +274,11 @@ func NewWith(cfg Config, given Components) *Daemon {
 		budget:   rpc.NewBudget(cfg.MemoryBudget),
 	}
 	if d.channels == nil {
-		d.channels = channel.NewRegistry()
+		r := channel.NewRegistry()
+		// Queued messages count in the memory budget with everything
+		// else held for clients.
+		r.SetMemory(budgetMemory{d.budget})
+		d.channels = r
 	}
 	d.vouch = d.vouchPeer
 	d.perPeer.n = map[int]int{}
