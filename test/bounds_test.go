@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -80,5 +81,29 @@ func TestSpawnRefusesHugeArgvAndListCutsLongCommands(t *testing.T) {
 	// A human list prints the row too.
 	if out := h.ctl(0, "list"); !strings.Contains(out, "long") {
 		t.Errorf("list:\n%s", out)
+	}
+}
+
+// TestCombiningFloodLeavesSnapshotsSmall: a program printing rows of
+// letters and then 150,000 combining accents (issue 21's D10) leaves
+// snapshot, wait and ask working, with a screen's worth of answer.
+func TestCombiningFloodLeavesSnapshotsSmall(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	prog := `for i in $(seq 45); do echo aaaaaaaaaaaaaaaaaaaaaaaa; done; python3 -c 'import sys; sys.stdout.write("a" + "\u0301"*150000); sys.stdout.flush()'; echo; echo the-end; exec cat`
+	h.ctl(0, "spawn", "zalgo", "--", "sh", "-c", prog)
+	h.ctl(0, "wait", "zalgo", "--until", "the-end", "--timeout", "60s")
+	c := h.client()
+	snap, err := c.Snapshot(context.Background(), "zalgo")
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	b, _ := json.Marshal(snap)
+	if len(b) > 64<<10 {
+		t.Errorf("snapshot is %d bytes, want a screen's worth", len(b))
+	}
+	if out := h.ctl(0, "ask", "zalgo", "hello", "--timeout", "30s"); !strings.Contains(out, "hello") {
+		t.Errorf("ask on the session: %q", out)
 	}
 }
