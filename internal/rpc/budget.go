@@ -32,13 +32,15 @@ import (
 // concurrent use.
 type Budget struct {
 	max int64
+	// used is the bytes held; taken and given with atomics, so a request
+	// that fits costs no lock.
+	used    atomic.Int64
+	waiters atomic.Int32 // takes waiting for room
+	freed   atomic.Int64 // bytes returned since memory was last handed back
 
 	mu       sync.Mutex
-	used     int64
-	waiters  int           // takes waiting on changed
 	waiting  int64         // bytes of built answers waiting for room
-	changed  chan struct{} // closed and replaced when bytes are returned to a waiter
-	freed    int64         // bytes returned since memory was last handed back
+	changed  chan struct{} // closed and replaced when bytes are returned to waiters
 	lastFree time.Time
 }
 
@@ -74,9 +76,24 @@ func (b *Budget) InUse() int64 {
 	if b == nil {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
+	return b.used.Load()
+}
+
+// tryTake takes n bytes if they fit (or force says to), without waiting.
+func (b *Budget) tryTake(n int64, force bool) bool {
+	if force {
+		b.used.Add(n)
+		return true
+	}
+	for {
+		cur := b.used.Load()
+		if cur+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
 }
 
 // take takes n bytes: at once when force is set or they fit, else waiting
@@ -88,46 +105,46 @@ func (b *Budget) take(ctx context.Context, n int64, wait time.Duration, force, b
 	if b == nil || n <= 0 {
 		return true
 	}
-	var deadline <-chan time.Time
+	if b.tryTake(n, force) {
+		return true
+	}
+	if wait <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	if built && b.waiting+n > b.max/4 {
+		b.mu.Unlock()
+		return false
+	}
+	if built {
+		b.waiting += n
+	}
+	// Counted before the next try: a give either sees the waiter and
+	// wakes it, or gave its bytes before the try, which then sees them.
+	b.waiters.Add(1)
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.waiters.Add(-1)
+		if built {
+			b.waiting -= n
+		}
+		b.mu.Unlock()
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for {
 		b.mu.Lock()
-		if force || b.used+n <= b.max {
-			b.used += n
-			b.mu.Unlock()
+		changed := b.changed
+		b.mu.Unlock()
+		if b.tryTake(n, false) {
 			return true
 		}
-		if wait <= 0 || (built && deadline == nil && b.waiting+n > b.max/4) {
-			b.mu.Unlock()
-			return false
-		}
-		changed := b.changed
-		b.waiters++
-		if built && deadline == nil {
-			b.waiting += n
-			defer func() {
-				b.mu.Lock()
-				b.waiting -= n
-				b.mu.Unlock()
-			}()
-		}
-		b.mu.Unlock()
-		if deadline == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			deadline = t.C
-		}
-		var ok = true
 		select {
 		case <-changed:
-		case <-deadline:
-			ok = false
+		case <-t.C:
+			return false
 		case <-ctx.Done():
-			ok = false
-		}
-		b.mu.Lock()
-		b.waiters--
-		b.mu.Unlock()
-		if !ok {
 			return false
 		}
 	}
@@ -139,16 +156,21 @@ func (b *Budget) give(n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	b.freed += n
-	if b.waiters > 0 {
+	left := b.used.Add(-n)
+	freed := b.freed.Add(n)
+	if b.waiters.Load() > 0 {
+		b.mu.Lock()
 		close(b.changed)
 		b.changed = make(chan struct{})
+		b.mu.Unlock()
 	}
-	handBack := b.used == 0 && b.freed >= freeOSAfter && time.Since(b.lastFree) >= freeOSEvery
+	if left != 0 || freed < freeOSAfter {
+		return
+	}
+	b.mu.Lock()
+	handBack := b.freed.Load() >= freeOSAfter && time.Since(b.lastFree) >= freeOSEvery
 	if handBack {
-		b.freed = 0
+		b.freed.Store(0)
 		b.lastFree = time.Now()
 	}
 	b.mu.Unlock()
@@ -157,8 +179,8 @@ func (b *Budget) give(n int64) {
 	}
 }
 
-// Lease is bytes held in a Budget by one value (a request's frame, an
-// answer being built or written): the value owns them, and its Release
+// Lease is bytes held in a Budget by one value (an answer being built or
+// written, a queued channel message): the value owns them, and its Release
 // gives them back, exactly once, however many times it is called. Grow and
 // resize change what it holds. A nil *Lease, and one of a nil Budget, hold
 // nothing and need no release. A Lease is safe for concurrent use.
@@ -300,6 +322,22 @@ func (b *Budget) Hold(n int) (*Lease, error) {
 		return nil, Errorf(codeBusy, "agentd is holding its whole memory budget (%s, memory_budget) for its clients; retry later, or raise memory_budget", sizeText(b.max))
 	}
 	return l, nil
+}
+
+// frameHold is a request frame's bytes in the budget: a plain value, not a
+// Lease, so the hot path allocates nothing for it (a value receiver: an
+// address taken in the reading loop would move it to the heap). It has
+// one owner at a time, the reading loop and then the request's handler,
+// and each path through them releases it once.
+type frameHold struct {
+	b *Budget
+	n int64
+}
+
+func (h frameHold) release() {
+	if h.n > 0 {
+		h.b.give(h.n)
+	}
 }
 
 // WithLease is a handler result that owns budget: v is sent as the answer

@@ -240,7 +240,7 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		}
 		if h == nil {
 			// A calling end reads only responses and notifications.
-			held.Release()
+			held.release()
 			if err := c.deliver(body); err != nil {
 				return err, err
 			}
@@ -250,14 +250,14 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		req, derr := DecodeRequest(body)
 		if derr != nil {
 			if taken, err := c.deliverIfAwaited(body); err != nil {
-				held.Release()
+				held.release()
 				return err, err
 			} else if taken {
-				held.Release()
+				held.release()
 				idle.end()
 				continue
 			}
-			held.Release()
+			held.release()
 			var id uint64
 			if req != nil {
 				id = req.ID
@@ -270,7 +270,7 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 			continue
 		}
 		if c.opts.MayUpgrade != nil && c.opts.MayUpgrade(req.Method) {
-			held.Release()
+			held.release()
 			if up := c.handleUpgrade(ctx, h, req); up != nil {
 				idle.stop() // the stream owns the connection now
 				wg.Wait()
@@ -291,11 +291,11 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			held.Release()
+			held.release()
 			return c.ended(ctx, ctx.Err()), ctx.Err()
 		}
 		if ctx.Err() != nil {
-			held.Release()
+			held.release()
 			return nil, ctx.Err()
 		}
 		wg.Add(1)

@@ -273,32 +273,34 @@ var errRefused = errors.New("frame refused")
 const idPrefix = 256
 
 // readFrame reads the next frame, taking its size from the budget first
-// (held is the frame's lease: a small frame's is taken at once, a large
+// (held is the frame's hold: a tiny frame's is taken at once, a larger
 // one's may wait). A frame that finds no room is read and dropped and
 // answered busy under its id; errRefused says so.
-func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held *Lease, err error) {
+func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held frameHold, err error) {
 	size, err := fr.header()
 	if err != nil {
-		return nil, nil, err
+		return nil, held, err
 	}
-	held = c.opts.Budget.newLease(ctx, int64(size), budgetWait, size <= Tiny, false)
-	if held == nil && c.opts.Budget != nil {
-		prefix, err := fr.skip(size, idPrefix)
-		if err != nil {
-			return nil, nil, err
+	if b := c.opts.Budget; b != nil {
+		if !b.take(ctx, int64(size), budgetWait, size <= Tiny, false) {
+			prefix, err := fr.skip(size, idPrefix)
+			if err != nil {
+				return nil, held, err
+			}
+			id := leadingID(prefix)
+			e := c.opts.Budget.busyError("a request", int(size))
+			c.reply(id, nil, e, nil)
+			if c.opts.OnRequestDone != nil {
+				c.opts.OnRequestDone(&Request{ID: id}, 0, e)
+			}
+			return nil, held, errRefused
 		}
-		id := leadingID(prefix)
-		e := c.opts.Budget.busyError("a request", int(size))
-		c.reply(id, nil, e, nil)
-		if c.opts.OnRequestDone != nil {
-			c.opts.OnRequestDone(&Request{ID: id}, 0, e)
-		}
-		return nil, nil, errRefused
+		held = frameHold{b: b, n: int64(size)}
 	}
 	body, err = fr.body(size)
 	if err != nil {
-		held.Release()
-		return nil, nil, err
+		held.release()
+		return nil, frameHold{}, err
 	}
 	return body, held, nil
 }
@@ -363,12 +365,12 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-// handle runs a request and answers it; held is its frame's lease,
+// handle runs a request and answers it; held is its frame's hold,
 // released once the handler is done with the params.
-func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held *Lease) {
+func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held frameHold) {
 	start := time.Now()
 	result, err := c.call(ctx, h, req)
-	held.Release()
+	held.release()
 	result, lease := unlease(result)
 	var werr *Error
 	var raw json.RawMessage
