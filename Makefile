@@ -45,7 +45,8 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Tests that measure the heap skip under -race; run them plainly.
-	$(GO) test -count=1 -timeout 5m -run 'TestChannelIdleMemory|TestChannelSlowListener' ./pkg/daemon
+	$(GO) test -count=1 -timeout 5m -run 'TestChannelIdleMemory|TestChannelSlowListener|TestPipelinedLogsStayInTheBudget|TestChannelQueuesStayInTheBudget' ./pkg/daemon
+	$(GO) test -count=1 -timeout 5m -run 'TestPipelinedAnswersStayInTheBudget' ./internal/rpc
 	# The ask oracle runs sixteen interactive programs; without -race.
 	$(GO) test -count=1 -timeout 5m -run 'TestAskOracle' ./pkg/session
 

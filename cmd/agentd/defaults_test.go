@@ -30,6 +30,7 @@ func TestConfigDefaultsAreTheComponents(t *testing.T) {
 		{"lock_timeout (sessions)", d.LockTimeout.D(), st.Lock},
 		{"lock_timeout (screen)", d.LockTimeout.D(), capture.DefaultLockTimeout},
 		{"max_connections", d.MaxConnections, daemon.DefaultMaxConnections},
+		{"max_sessions", d.MaxSessions, session.DefaultMaxSessions},
 		{"read_timeout", d.ReadTimeout.D(), rpc.DefaultReadTimeout},
 		{"write_timeout", d.WriteTimeout.D(), rpc.DefaultWriteTimeout},
 		{"idle_timeout", d.IdleTimeout.D(), daemon.DefaultIdleTimeout},

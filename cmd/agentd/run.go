@@ -272,7 +272,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		display = ""
 	}
 	return daemon.Config{
-		SocketPath: s.Socket, StateDir: s.StateDir, MaxConnections: s.MaxConnections,
+		SocketPath: s.Socket, StateDir: s.StateDir, MaxConnections: s.MaxConnections, MaxSessions: s.MaxSessions,
 		ReadTimeout: s.ReadTimeout.D(), ShutdownGrace: s.ShutdownGrace.D(), EventLogCap: s.EventLogCap,
 		WriteTimeout: s.WriteTimeout.D(), IdleTimeout: s.IdleTimeout.D(),
 		Display: display, AllowAct: s.AllowAct, AuditMaxBytes: s.AuditLogCap,

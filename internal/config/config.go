@@ -37,6 +37,7 @@ type Settings struct {
 	Display         string   `toml:"display" doc:"X display to serve, e.g. \":0\" (empty: $DISPLAY; none: the screen is unavailable)" live:"false"`
 	AllowAct        bool     `toml:"allow_act" doc:"consent to agents acting on the screen (agent.act)" live:"true"`
 	MaxConnections  int      `toml:"max_connections" doc:"most client connections at once; more are answered busy" live:"true"`
+	MaxSessions     int      `toml:"max_sessions" doc:"most live sessions at once; more spawns are answered busy" live:"false"`
 	ReadTimeout     Duration `toml:"read_timeout" doc:"how long a frame may take to arrive once begun" live:"true"`
 	ShutdownGrace   Duration `toml:"shutdown_grace" doc:"how long requests in flight may finish when stopping" live:"true"`
 	WriteTimeout    Duration `toml:"write_timeout" doc:"how long a client may leave a frame unread before it is dropped (a channel listener with it)" live:"true"`
@@ -49,7 +50,7 @@ type Settings struct {
 	AuditLogCap     int64    `toml:"audit_log_cap" doc:"bytes of audit log kept before it rotates" live:"false"`
 	RecordScreen    bool     `toml:"record_screen" doc:"keep every act batch's observation beside the audit log for agentctl record --screen" live:"true"`
 	RecordScreenCap int64    `toml:"record_screen_cap" doc:"bytes of kept observations; the oldest go first" live:"false"`
-	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
+	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once for clients (requests, answers, channel queues), across connections; past it they are answered busy" live:"false"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -57,6 +58,7 @@ func Defaults() Settings {
 	return Settings{
 		LogLevel:        "info",
 		MaxConnections:  512,
+		MaxSessions:     256,
 		ReadTimeout:     Duration(10 * time.Second),
 		ShutdownGrace:   Duration(5 * time.Second),
 		WriteTimeout:    Duration(30 * time.Second),
@@ -404,7 +406,7 @@ func validate(path string, data []byte, l *Loaded) error {
 		return "default " + key
 	}
 	positive := map[string]int64{
-		"max_connections": int64(s.MaxConnections), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
+		"max_connections": int64(s.MaxConnections), "max_sessions": int64(s.MaxSessions), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
 		"ask_timeout": int64(s.AskTimeout), "ask_idle": int64(s.AskIdle), "lock_timeout": int64(s.LockTimeout),
 		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap, "record_screen_cap": s.RecordScreenCap,
 	}

@@ -55,7 +55,7 @@ func TestExampleDocumentsEverySetting(t *testing.T) {
 func TestEverySettingRoundTrips(t *testing.T) {
 	s := Settings{
 		Socket: "/tmp/x.sock", StateDir: "/tmp/state", LogLevel: "debug", LogFormat: "json", Display: ":5",
-		AllowAct: true, MaxConnections: 7, ReadTimeout: Duration(3 * time.Second), ShutdownGrace: Duration(time.Second),
+		AllowAct: true, MaxConnections: 7, MaxSessions: 5, ReadTimeout: Duration(3 * time.Second), ShutdownGrace: Duration(time.Second),
 		WriteTimeout: Duration(7 * time.Second), IdleTimeout: Duration(3 * time.Minute),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,

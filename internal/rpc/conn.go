@@ -168,6 +168,10 @@ func (c *Conn) Serve(ctx context.Context, h Handler) error {
 // connection ended as the calling side reports it (Err).
 func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 	parent := ctx
+	if c.opts.Budget != nil {
+		// Handlers reach the budget through their contexts (Reserve).
+		ctx = context.WithValue(ctx, budgetKey{}, c.opts.Budget)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	upgraded := false
@@ -245,15 +249,15 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 			// end just ends.
 			var fe *FrameError
 			if h != nil && errors.As(err, &fe) {
-				c.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()))
+				c.reply(0, nil, Errorf(CodeMalformedFrame, "%s; closing the connection", fe.Error()), nil)
 			} else if h != nil && isTimeout(err) && ctx.Err() == nil {
-				c.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", c.opts.ReadTimeout))
+				c.reply(0, nil, Errorf(CodeMalformedFrame, "frame not completed within %s; closing the connection", c.opts.ReadTimeout), nil)
 			}
 			return c.ended(ctx, err), err
 		}
 		if h == nil {
 			// A calling end reads only responses and notifications.
-			c.opts.Budget.release(held)
+			held.release()
 			if err := c.deliver(body); err != nil {
 				return err, err
 			}
@@ -263,19 +267,19 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		req, derr := DecodeRequest(body)
 		if derr != nil {
 			if taken, err := c.deliverIfAwaited(body); err != nil {
-				c.opts.Budget.release(held)
+				held.release()
 				return err, err
 			} else if taken {
-				c.opts.Budget.release(held)
+				held.release()
 				idle.end()
 				continue
 			}
-			c.opts.Budget.release(held)
+			held.release()
 			var id uint64
 			if req != nil {
 				id = req.ID
 			}
-			c.reply(id, nil, derr.(*Error))
+			c.reply(id, nil, derr.(*Error), nil)
 			if c.opts.OnRequestDone != nil {
 				c.opts.OnRequestDone(orEmpty(req), 0, derr.(*Error))
 			}
@@ -283,7 +287,7 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 			continue
 		}
 		if c.opts.MayUpgrade != nil && c.opts.MayUpgrade(req.Method) {
-			c.opts.Budget.release(held)
+			held.release()
 			if up := c.handleUpgrade(ctx, h, req); up != nil {
 				idle.stop() // the stream owns the connection now
 				wg.Wait()
@@ -304,11 +308,11 @@ func (c *Conn) run(ctx context.Context, h Handler) (ret, why error) {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			c.opts.Budget.release(held)
+			held.release()
 			return c.ended(ctx, ctx.Err()), ctx.Err()
 		}
 		if ctx.Err() != nil {
-			c.opts.Budget.release(held)
+			held.release()
 			return nil, ctx.Err()
 		}
 		wg.Add(1)

@@ -28,6 +28,14 @@
 // call and exits needs no reading loop, and not waking its caller from one
 // is a fifth of a millisecond of agentctl's start.
 //
+// The memory Budget counts every byte a serving end holds for its peers:
+// each request frame from before its body is allocated until its handler
+// returns, each answer from when it is built until it is written, and
+// what a handler gathers for a large answer (Reserve, then WithLease: the
+// lease becomes the answer's). Each of those is a Lease, which its owner
+// releases itself, exactly once. Past the budget a large frame or answer
+// is answered busy; frames and answers up to Tiny always pass.
+//
 // It owns no vocabulary: error codes are strings the protocol on top
 // chooses (pkg/wire's table for agentd, the session's kind names for its
 // workers). The engine itself raises only internal, malformed_frame and

@@ -272,34 +272,35 @@ var errRefused = errors.New("frame refused")
 // idPrefix is how much of a refused frame is kept to find its id.
 const idPrefix = 256
 
-// readFrame reads the next frame, taking a large one's size from the
-// budget first (held says how much). A frame that finds no room is read
-// and dropped and answered busy under its id; errRefused says so.
-func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held int64, err error) {
+// readFrame reads the next frame, taking its size from the budget first
+// (held is the frame's hold: a tiny frame's is taken at once, a larger
+// one's may wait). A frame that finds no room is read and dropped and
+// answered busy under its id; errRefused says so.
+func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held frameHold, err error) {
 	size, err := fr.header()
 	if err != nil {
-		return nil, 0, err
+		return nil, held, err
 	}
-	if !c.opts.Budget.acquire(ctx, int64(size), budgetWait) {
-		prefix, err := fr.skip(size, idPrefix)
-		if err != nil {
-			return nil, 0, err
+	if b := c.opts.Budget; b != nil {
+		if !b.take(ctx, int64(size), budgetWait, size <= Tiny, false) {
+			prefix, err := fr.skip(size, idPrefix)
+			if err != nil {
+				return nil, held, err
+			}
+			id := leadingID(prefix)
+			e := c.opts.Budget.busyError("a request", int(size))
+			c.reply(id, nil, e, nil)
+			if c.opts.OnRequestDone != nil {
+				c.opts.OnRequestDone(&Request{ID: id}, 0, e)
+			}
+			return nil, held, errRefused
 		}
-		id := leadingID(prefix)
-		e := c.opts.Budget.busyError("a request", int(size))
-		c.reply(id, nil, e)
-		if c.opts.OnRequestDone != nil {
-			c.opts.OnRequestDone(&Request{ID: id}, 0, e)
-		}
-		return nil, 0, errRefused
-	}
-	if size > SmallFrame && c.opts.Budget != nil {
-		held = int64(size)
+		held = frameHold{b: b, n: int64(size)}
 	}
 	body, err = fr.body(size)
 	if err != nil {
-		c.opts.Budget.release(held)
-		return nil, 0, err
+		held.release()
+		return nil, frameHold{}, err
 	}
 	return body, held, nil
 }
@@ -327,6 +328,7 @@ func leadingID(prefix []byte) uint64 {
 func (c *Conn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgrade {
 	start := time.Now()
 	result, err := c.call(ctx, h, req)
+	result, lease := unlease(result)
 	up, _ := result.(*Upgrade)
 	if up != nil {
 		result = up.Result
@@ -340,11 +342,19 @@ func (c *Conn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgr
 		werr = c.toWire(err)
 		up = nil
 	}
-	c.reply(req.ID, raw, werr)
+	werr = c.reply(req.ID, raw, werr, lease)
 	if c.opts.OnRequestDone != nil {
 		c.opts.OnRequestDone(req, time.Since(start), werr)
 	}
 	return up
+}
+
+// unlease takes a result apart from the lease it owns (WithLease).
+func unlease(result any) (any, *Lease) {
+	if l, ok := result.(leased); ok {
+		return l.v, l.l
+	}
+	return result, nil
 }
 
 // JSONAppender is a handler result that writes its own JSON (one valid
@@ -355,18 +365,19 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-// handle runs a request and answers it; held is what its frame took from
-// the budget, returned once the handler is done with the params.
-func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held int64) {
+// handle runs a request and answers it; held is its frame's hold,
+// released once the handler is done with the params.
+func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held frameHold) {
 	start := time.Now()
 	result, err := c.call(ctx, h, req)
-	c.opts.Budget.release(held)
+	held.release()
+	result, lease := unlease(result)
 	var werr *Error
 	var raw json.RawMessage
 	if app, ok := result.(JSONAppender); ok && err == nil {
-		c.replyAppended(req.ID, app)
+		werr = c.replyAppended(req.ID, app, lease)
 		if c.opts.OnRequestDone != nil {
-			c.opts.OnRequestDone(req, time.Since(start), nil)
+			c.opts.OnRequestDone(req, time.Since(start), werr)
 		}
 		return
 	}
@@ -376,7 +387,7 @@ func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held int64) 
 	if err != nil {
 		werr = c.toWire(err)
 	}
-	c.reply(req.ID, raw, werr)
+	werr = c.reply(req.ID, raw, werr, lease)
 	if c.opts.OnRequestDone != nil {
 		c.opts.OnRequestDone(req, time.Since(start), werr)
 	}
@@ -430,58 +441,86 @@ var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
 const maxPooledReply = 64 << 10
 
 // reply writes a response; a result too large for a frame becomes an error
-// response instead, so the caller always hears back.
-func (c *Conn) reply(id uint64, result json.RawMessage, e *Error) {
+// response instead, so the caller always hears back. lease, when the
+// result owned one, becomes the answer's. It returns the error sent, if
+// any (e, or the one that replaced the answer), for OnRequestDone.
+func (c *Conn) reply(id uint64, result json.RawMessage, e *Error, lease *Lease) *Error {
 	bp := replyBufs.Get().(*[]byte)
 	body, err := AppendResponse((*bp)[:0], id, result, e)
 	if err == nil && len(body) > MaxFrameSize {
-		body, err = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
-			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
+		e = tooLarge(len(body))
+		body, err = AppendResponse(body[:0], id, nil, e)
 	}
 	if err != nil {
-		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal, "internal error: encode response: %v", err))
+		e = Errorf(CodeInternal, "internal error: encode response: %v", err)
+		body, _ = AppendResponse(body[:0], id, nil, e)
 	}
-	body = c.writeBudgeted(id, body)
+	body, e = c.writeBudgeted(id, body, e, lease)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
 	}
+	return e
+}
+
+// tooLarge is the error that replaces an answer over the frame cap.
+func tooLarge(n int) *Error {
+	return Errorf(CodeInternal,
+		"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", n, MaxFrameSize)
 }
 
 // replyAppended writes a success whose result app appends itself; like
 // reply, an answer too large for a frame becomes an error response.
-func (c *Conn) replyAppended(id uint64, app JSONAppender) {
+func (c *Conn) replyAppended(id uint64, app JSONAppender, lease *Lease) *Error {
 	bp := replyBufs.Get().(*[]byte)
 	body := append((*bp)[:0], `{"id":`...)
 	body = strconv.AppendUint(body, id, 10)
 	body = append(body, `,"result":`...)
 	body = append(app.AppendJSON(body), '}')
+	var e *Error
 	if len(body) > MaxFrameSize {
-		body, _ = AppendResponse(body[:0], id, nil, Errorf(CodeInternal,
-			"the answer is %d bytes, over the %d-byte frame limit; ask for less (a path for images, a smaller range for logs)", len(body), MaxFrameSize))
+		e = tooLarge(len(body))
+		body, _ = AppendResponse(body[:0], id, nil, e)
 	}
-	body = c.writeBudgeted(id, body)
+	body, e = c.writeBudgeted(id, body, e, lease)
 	if cap(body) <= maxPooledReply {
 		*bp = body
 		replyBufs.Put(bp)
 	}
+	return e
 }
 
-// writeBudgeted writes a response, holding a large one's size in the budget
-// while it is written (a slow reader keeps it in memory that long); one
-// that finds no room is answered busy instead. It returns the buffer used.
-func (c *Conn) writeBudgeted(id uint64, body []byte) []byte {
+// writeBudgeted writes a response, holding its size in the budget until it
+// is written (a slow reader keeps it in memory that long): in the lease
+// its result owned, when it had one, else in one of its own. An answer up
+// to Tiny takes its room at once; a larger one waits for it and,
+// finding none, is answered busy instead, its bytes dropped. It returns
+// the buffer used and the error sent, if any.
+func (c *Conn) writeBudgeted(id uint64, body []byte, e *Error, lease *Lease) ([]byte, *Error) {
 	n := int64(len(body))
-	if c.opts.Budget == nil || n <= SmallFrame {
+	if c.opts.Budget == nil {
+		lease.Release()
 		c.write(body)
-		return body
+		return body, e
 	}
-	if !c.opts.Budget.acquire(context.Background(), n, budgetWait) {
-		body, _ = AppendResponse(body[:0], id, nil, c.opts.Budget.busyError("an answer", int(n)))
+	if lease != nil {
+		lease.resize(n)
 		c.write(body)
-		return body
+		lease.Release()
+		return body, e
+	}
+	// The answer's own hold, taken and given back here (no Lease to
+	// allocate on the hot path).
+	b := c.opts.Budget
+	if !b.take(context.Background(), n, budgetWait, n <= Tiny, true) {
+		// A buffer of its own: the answer's bytes are dropped now, not
+		// kept while the refusal waits to be written.
+		e = b.busyError("an answer", int(n))
+		body, _ = AppendResponse(nil, id, nil, e)
+		n = int64(len(body))
+		b.take(context.Background(), n, 0, true, true)
 	}
 	c.write(body)
-	c.opts.Budget.release(n)
-	return body
+	b.give(n)
+	return body, e
 }

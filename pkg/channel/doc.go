@@ -43,6 +43,10 @@
 //     busy (retryable: it is free again once that connection ends).
 //   - One listener holds at most MaxPerListener channels, the daemon at
 //     most MaxChannels; beyond, register is busy.
+//   - Queues are bounded per channel (messages and bytes) and, through
+//     Memory (the daemon's memory budget), all together: a queued message
+//     holds its bytes from its push until it is written or its channel
+//     ends, and a push that finds no room is busy at once.
 //   - Unregistering or acknowledging another listener's channel is
 //     denied (permission_denied).
 //   - Binding a channel to a session (by name, or through the session its

@@ -64,12 +64,29 @@ type Staller interface {
 	Stalled() error
 }
 
+// Memory is the daemon's memory budget as the registry uses it: a queued
+// message holds its bytes there from its push until it is written or its
+// channel ends, so the queues of a listener that does not read are
+// bounded with everything else the daemon holds for its clients, not
+// only per channel (a listener may hold MaxPerListener channels).
+type Memory interface {
+	// Hold takes n bytes at once, or fails with a reason for people
+	// naming the budget (no waiting: a full queue answers busy at once).
+	Hold(n int) (Held, error)
+}
+
+// Held is bytes taken from Memory; Release gives them back, and later
+// calls do nothing.
+type Held interface{ Release() }
+
 // Registry holds the channels and the asks waiting for a reply through
 // them. It is safe for concurrent use.
 type Registry struct {
 	queueCap   atomic.Int64 // messages per channel queue; config reload changes it
 	askTimeout atomic.Int64 // an ask's deadline when it gives none; see SetAskTimeout
 	queueBytes int          // bytes per channel queue
+	// memory, when set, holds every queued message's bytes (SetMemory).
+	memory Memory
 
 	// onDrop, when set, is told of every listener that leaves with
 	// messages still queued or is dropped for not reading (the daemon logs
@@ -108,6 +125,11 @@ type DropInfo struct {
 	Stalled bool
 	Err     error
 }
+
+// SetMemory makes every queued message hold its bytes in m until it is
+// written or dropped; past m's room a push is busy. Call it before the
+// registry is used; without it only the per-channel bounds apply.
+func (r *Registry) SetMemory(m Memory) { r.memory = m }
 
 // OnDrop sets the function told of listeners that leave with messages
 // queued or are dropped for not reading. Call it before the registry is
@@ -176,6 +198,10 @@ type channel struct {
 type delivery struct {
 	msg  Message
 	size int
+	// held is the message's bytes in the registry's Memory, released once
+	// the message is written or its channel ends (by whichever of
+	// writeLoop and end has it); nil without Memory.
+	held Held
 	done chan struct{} // closed once written or failed; then written is final
 	// written is set before done is closed.
 	written bool
@@ -394,6 +420,7 @@ func (ch *channel) end() int {
 	ch.acks = nil
 	ch.mu.Unlock()
 	for _, dv := range rest {
+		dv.release()
 		close(dv.done)
 	}
 	close(ch.gone)
@@ -451,14 +478,25 @@ func (r *Registry) enqueue(ch *channel, from Peer, msg json.RawMessage, ack bool
 	if ack {
 		dv.ackDone = make(chan struct{})
 	}
+	if r.memory != nil {
+		// Taken before the channel's lock, given back if the queue
+		// refuses the message.
+		h, err := r.memory.Hold(queuedSize(dv.size))
+		if err != nil {
+			return nil, errorf(ErrBusy, "channel %q: the message of %d bytes was not queued: %v", ch.id, dv.size, err)
+		}
+		dv.held = h
+	}
 	ch.mu.Lock()
 	if ch.closed {
 		ch.mu.Unlock()
+		dv.release()
 		return nil, errorf(ErrUnknown, "channel %q has ended", ch.id)
 	}
 	depth := len(ch.queue) - ch.head
 	if queued := ch.queuedBytes; depth >= int(r.queueCap.Load()) || (depth > 0 && queued+dv.size > r.queueBytes) {
 		ch.mu.Unlock()
+		dv.release()
 		return nil, errorf(ErrBusy, "channel %q has %d messages (%d bytes) waiting for its listener, its limit; retry later", ch.id, depth, queued)
 	}
 	ch.lastSeq++
@@ -484,6 +522,17 @@ func (r *Registry) enqueue(ch *channel, from Peer, msg json.RawMessage, ack bool
 	return dv, nil
 }
 
+// queuedSize is what a queued message of n bytes holds: its body, and its
+// delivery and message records.
+func queuedSize(n int) int { return n + 256 }
+
+// release gives the message's bytes back to the registry's Memory.
+func (dv *delivery) release() {
+	if dv.held != nil {
+		dv.held.Release()
+	}
+}
+
 // writeLoop writes queued messages in order until the queue is empty.
 func (ch *channel) writeLoop() {
 	for {
@@ -502,6 +551,10 @@ func (ch *channel) writeLoop() {
 		ch.mu.Unlock()
 
 		err := ch.conn.Deliver(&dv.msg)
+		// Written or lost, the body is no longer needed (an ack waits
+		// for the seq only), and its bytes go back to the budget.
+		dv.msg.Body = nil
+		dv.release()
 
 		ch.mu.Lock()
 		if !ch.closed {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -32,6 +33,18 @@ type Channels interface {
 	SetQueueCap(n int)
 	SetAskTimeout(d time.Duration)
 	AskTimeout() time.Duration
+}
+
+// budgetMemory is the daemon's memory budget as the channel registry holds
+// queued messages in it (channel.Memory).
+type budgetMemory struct{ b *rpc.Budget }
+
+func (m budgetMemory) Hold(n int) (channel.Held, error) {
+	l, err := m.b.Hold(n)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // channelRoutes are the channel.* methods.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/internal/buildinfo"
 	"github.com/agentd/agentd/internal/rpc"
@@ -59,6 +60,9 @@ type Config struct {
 	// MaxConnections bounds open client connections; beyond it a new
 	// connection is answered busy and closed.
 	MaxConnections int
+	// MaxSessions bounds the live sessions (max_sessions); zero is the
+	// session package's default. It needs a restart.
+	MaxSessions int
 	// ReadTimeout bounds how long a frame may take once it has begun.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds one frame written to a client: a client that has
@@ -200,7 +204,8 @@ type Daemon struct {
 		suppressed int
 	}
 
-	conns     sync.WaitGroup
+	conns sync.WaitGroup
+	// openConns counts the admitted connections (max_connections).
 	openConns atomic.Int64
 	nextConn  atomic.Uint64
 	// perPeer counts the open connections of each peer process (by pid),
@@ -208,6 +213,9 @@ type Daemon struct {
 	perPeer struct {
 		sync.Mutex
 		n map[int]int
+		// admitting counts, by peer pid, the connections accepted and
+		// not yet admitted or refused.
+		admitting map[int]int
 		// freed is closed (and replaced) when any connection ends, for a
 		// connection waiting for its process's share to have room.
 		freed chan struct{}
@@ -266,10 +274,15 @@ func NewWith(cfg Config, given Components) *Daemon {
 		budget:   rpc.NewBudget(cfg.MemoryBudget),
 	}
 	if d.channels == nil {
-		d.channels = channel.NewRegistry()
+		r := channel.NewRegistry()
+		// Queued messages count in the memory budget with everything
+		// else held for clients.
+		r.SetMemory(budgetMemory{d.budget})
+		d.channels = r
 	}
 	d.vouch = d.vouchPeer
 	d.perPeer.n = map[int]int{}
+	d.perPeer.admitting = map[int]int{}
 	d.perPeer.freed = make(chan struct{})
 	d.stopCtx, d.stopLong = context.WithCancel(context.Background())
 	d.channels.SetQueueCap(cfg.ChannelQueue)
@@ -328,6 +341,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			DaemonSocket:  d.cfg.SocketPath,
 			WorkerCommand: d.cfg.WorkerCommand,
 			LogCap:        d.cfg.EventLogCap,
+			MaxSessions:   d.cfg.MaxSessions,
 			Logger:        &sessionLog,
 		})
 		if err != nil {
@@ -532,15 +546,25 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 			c.Close()
 			continue
 		}
-		if limit := d.live.Load().MaxConnections; d.openConns.Add(1) > int64(limit) {
-			d.openConns.Add(-1)
-			go d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", limit))
+		// A connection not yet admitted (its credentials being read, its
+		// process's share being waited for, a refusal being written) is
+		// counted apart from the admitted ones, so a flood being refused
+		// does not fill max_connections; these are bounded too, as
+		// goroutines and descriptors, and past that closed unanswered.
+		limit := d.live.Load().MaxConnections
+		done, pid, ok := d.startAdmitting(uc, limit)
+		if !ok {
+			// Refused at once, without the wait for the share, and
+			// counted nowhere: as before, a refusal is a short
+			// goroutine that writes one frame.
+			go d.refuse(uc, wire.Errorf(wire.CodeBusy,
+				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit))
 			continue
 		}
 		d.conns.Add(1)
 		go func() {
-			defer func() { d.openConns.Add(-1); d.conns.Done() }()
-			d.serveConn(ctx, uc)
+			defer d.conns.Done()
+			d.serveConn(ctx, uc, done)
 		}()
 	}
 }
@@ -570,7 +594,42 @@ func (d *Daemon) refuse(c *net.UnixConn, e *wire.Error) {
 // read it.
 const refuseWriteTimeout = 5 * time.Second
 
-func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
+// startAdmitting counts a just-accepted connection as being admitted, under
+// its peer's pid (SO_PEERCRED, one getsockopt), and returns what ends that;
+// false when its process already has MaxConnections being admitted, and it
+// is to be refused at once. A process that floods the socket so fills only
+// its own part.
+func (d *Daemon) startAdmitting(uc *net.UnixConn, limit int) (done func(), pid int, ok bool) {
+	pid = -1 // credentials unreadable: one shared bucket; serveConn refuses them
+	if raw, err := uc.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) {
+			if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+				pid = int(cred.Pid)
+			}
+		})
+	}
+	d.perPeer.Lock()
+	defer d.perPeer.Unlock()
+	if d.perPeer.admitting[pid] >= limit {
+		return nil, pid, false
+	}
+	d.perPeer.admitting[pid]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.perPeer.Lock()
+			defer d.perPeer.Unlock()
+			if d.perPeer.admitting[pid]--; d.perPeer.admitting[pid] <= 0 {
+				delete(d.perPeer.admitting, pid)
+			}
+		})
+	}, pid, true
+}
+
+// serveConn admits (or refuses) and serves one connection; admitted ends
+// its count among those being admitted (startAdmitting).
+func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn, admitted func()) {
+	defer admitted()
 	id := d.nextConn.Add(1)
 	peer, err := peerOf(uc)
 	if err != nil {
@@ -597,6 +656,15 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn) {
 		return
 	}
 	defer release()
+	// Only a connection within its process's share counts against the
+	// limit: one process's refused flood leaves room for the others.
+	if n := d.openConns.Add(1); n > int64(live.MaxConnections) {
+		d.openConns.Add(-1)
+		d.refuse(uc, wire.Errorf(wire.CodeBusy, "agentd already has %d connections, its limit; close idle clients or raise max_connections", live.MaxConnections))
+		return
+	}
+	defer d.openConns.Add(-1)
+	admitted()
 	conn := &Conn{ID: id, Peer: peer, log: log}
 	conn.OnClose(func() { d.screen.ForgetCaller(connCallerKey(id)) })
 	conn.sc = rpc.NewServerConn(uc, rpc.ServeOptions{

@@ -53,7 +53,11 @@
 //     same uid) holds at most half of MaxConnections; past it its new
 //     connections are answered busy naming the limit, and other processes
 //     still connect. Half, not less: a single client such as agentctl
-//     serve or an MCP server may legitimately open many.
+//     serve or an MCP server may legitimately open many. Only admitted
+//     connections count against MaxConnections: those being admitted
+//     (waiting for their process's share) are counted apart, at most
+//     MaxConnections per process, and past that a new one is answered busy
+//     at once, so a process flooding the socket only fills its own part.
 //   - Stop: long calls (Route.Long: waits, asks, attaches, log follows,
 //     pushes with ack) are cancelled the moment a stop begins and answer
 //     shutting_down; only other requests get ShutdownGrace. Every

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
@@ -27,6 +29,7 @@ func TestListAnswerIsEncodingJSONs(t *testing.T) {
 				Reason: "its worker (pid 7) has not answered for 4s", SilentFor: 4 * time.Second},
 			{Name: "w5", Status: session.StatusFailed, Signal: "SIGKILL", Termination: session.TermSignalExit, Command: []string{}, Age: -time.Millisecond},
 			{Name: "w6", Status: session.StatusUnresponsive, SilentFor: time.Microsecond},
+			{Name: "w7", Status: session.StatusRunning, Command: []string{"sh", strings.Repeat("é", 5000), "more"}, CreatedAt: at},
 		},
 	}
 	for name, rows := range cases {
@@ -46,5 +49,30 @@ func TestListAnswerIsEncodingJSONs(t *testing.T) {
 				t.Errorf("listAnswer wrote\n%s\nencoding/json writes\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestListRowsCutLongCommands: a list row carries at most
+// wire.ListCommandBytes of a session's command, cut at a character
+// boundary, and says it was cut; a short command is untouched.
+func TestListRowsCutLongCommands(t *testing.T) {
+	long := []string{"sh", "-c", strings.Repeat("é", 100_000)}
+	for range 13 {
+		long = append(long, strings.Repeat("x", 100_000))
+	}
+	r := sessionRow(&session.ListEntry{Name: "w", Command: long})
+	n := 0
+	for _, a := range r.Command {
+		n += len(a)
+		if !utf8.ValidString(a) {
+			t.Errorf("cut argument %.20q... is not valid UTF-8", a)
+		}
+	}
+	if !r.CommandCut || n > wire.ListCommandBytes || n < wire.ListCommandBytes-4 || len(r.Command) != 3 || r.Command[1] != "-c" {
+		t.Errorf("a 1.4 MB command: cut %v, %d bytes in %d arguments; want cut to %d bytes, its first two arguments whole", r.CommandCut, n, len(r.Command), wire.ListCommandBytes)
+	}
+	short := sessionRow(&session.ListEntry{Name: "w", Command: []string{"sleep", "60"}})
+	if short.CommandCut || len(short.Command) != 2 {
+		t.Errorf("a short command: %q, cut %v", short.Command, short.CommandCut)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -49,6 +50,13 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 		limit = wire.MaxLogEvents
 	}
 	out := &logOutput{limit: limit, res: &wire.LogsResult{Name: p.Name, Events: []wire.LogEvent{}, NextSeq: p.FromSeq}}
+	if !streaming {
+		// A page's events count in the memory budget as they are
+		// gathered; the lease becomes the answer's (rpc.WithLease).
+		out.ctx = ctx
+		out.lease, _ = rpc.Reserve(ctx, 0)
+		defer func() { out.lease.Release() }()
+	}
 	if streaming {
 		out.emit = func(le wire.LogEvent) error {
 			le.Name = p.Name
@@ -83,6 +91,11 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 	if err != nil && !errors.Is(err, errPageFull) {
 		return nil, err
 	}
+	if out.lease != nil {
+		lease := out.lease
+		out.lease = nil // the answer's now
+		return rpc.WithLease(out.res, lease), nil
+	}
 	return out.res, nil
 }
 
@@ -94,6 +107,10 @@ type logOutput struct {
 	limit int // events; 0 is no limit
 	sent  int
 	bytes int // the page's size so far, as JSON
+	// lease holds the page's bytes in the memory budget (nil: a stream,
+	// or no budget); ctx bounds its waits.
+	lease *rpc.Lease
+	ctx   context.Context
 
 	// plain renders output; pending is the output event its text goes to
 	// until another kind of event comes.
@@ -131,6 +148,12 @@ func (o *logOutput) addToPage(le wire.LogEvent) error {
 	n := eventJSONSize(&le)
 	if len(o.res.Events) > 0 && o.bytes+n > wire.MaxLogPageBytes && !o.force {
 		return errPageFull
+	}
+	if err := o.lease.Grow(o.ctx, n); err != nil {
+		if len(o.res.Events) > 0 {
+			return errPageFull // the page so far; the client pages on
+		}
+		return err
 	}
 	o.bytes += n
 	o.res.Events = append(o.res.Events, le)

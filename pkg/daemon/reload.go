@@ -126,6 +126,7 @@ func (d *Daemon) reload() {
 		{"state_dir", next.StateDir != cur.StateDir},
 		{"display", next.Display != cur.Display},
 		{"event_log_cap", next.EventLogCap != cur.EventLogCap},
+		{"max_sessions", next.MaxSessions != cur.MaxSessions},
 		{"audit_log_cap", next.AuditMaxBytes != cur.AuditMaxBytes},
 	} {
 		if c.changed {

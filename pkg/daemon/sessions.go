@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
@@ -111,13 +112,35 @@ func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
 	return listAnswer{rows}, nil
 }
 
-// sessionRow is one list row on the wire.
+// sessionRow is one list row on the wire, its command cut to
+// wire.ListCommandBytes.
 func sessionRow(r *session.ListEntry) wire.SessionRow {
+	cmd, cut := cutCommand(r.Command, wire.ListCommandBytes)
 	return wire.SessionRow{
-		Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: r.Command, CreatedAt: r.CreatedAt,
+		Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: cmd, CommandCut: cut, CreatedAt: r.CreatedAt,
 		AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
 		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
 	}
+}
+
+// cutCommand returns argv kept to max bytes (of the strings themselves):
+// whole arguments while they fit, then the start of the one that does not,
+// cut at a character boundary; true when anything was left out.
+func cutCommand(argv []string, max int) ([]string, bool) {
+	n := 0
+	for i, a := range argv {
+		if n+len(a) <= max {
+			n += len(a)
+			continue
+		}
+		out := append(make([]string, 0, i+1), argv[:i]...)
+		keep := max - n
+		for keep > 0 && !utf8.RuneStart(a[keep]) {
+			keep--
+		}
+		return append(out, a[:keep]), true
+	}
+	return argv, false
 }
 
 // listAnswer is agent.list's result, the rows appended straight into the
@@ -169,6 +192,9 @@ func appendRow(dst []byte, r *wire.SessionRow) []byte {
 			dst = appendJSONString(dst, a)
 		}
 		dst = append(dst, ']')
+	}
+	if r.CommandCut {
+		dst = append(dst, `,"command_cut":true`...)
 	}
 	dst = append(dst, `,"created_at":`...)
 	dst = appendJSONTime(dst, r.CreatedAt)

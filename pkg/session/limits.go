@@ -117,3 +117,26 @@ func compileUntil(expr string) (*regexp.Regexp, error) {
 	}
 	return re, nil
 }
+
+// checkSpawnSize refuses a spawn whose argv, environment or working
+// directory is over its bound (MaxSpawnBytes, MaxCwdBytes), saying by how
+// much and what to do instead.
+func checkSpawnSize(req SpawnRequest) error {
+	size := func(ss []string) int {
+		n := 0
+		for _, s := range ss {
+			n += len(s) + 1
+		}
+		return n
+	}
+	if n := size(req.Argv); n > MaxSpawnBytes {
+		return errorf(ErrInvalid, "spawn of %q: the command is %d bytes, over the %d-byte (256 KiB) limit; put long input in a file the program reads", req.Name, n, MaxSpawnBytes)
+	}
+	if n := size(req.Env); n > MaxSpawnBytes {
+		return errorf(ErrInvalid, "spawn of %q: the environment given is %d bytes, over the %d-byte (256 KiB) limit; pass long values in a file", req.Name, n, MaxSpawnBytes)
+	}
+	if len(req.Cwd) > MaxCwdBytes {
+		return errorf(ErrInvalid, "spawn of %q: the working directory is %d bytes, over the %d bytes a path may have", req.Name, len(req.Cwd), MaxCwdBytes)
+	}
+	return nil
+}

@@ -217,6 +217,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	if len(req.Argv) > MaxArgs || len(req.Env) > MaxEnv {
 		return nil, errorf(ErrInvalid, "spawn of %q has too many arguments or environment variables (at most %d and %d)", req.Name, MaxArgs, MaxEnv)
 	}
+	if err := checkSpawnSize(req); err != nil {
+		return nil, err
+	}
 	for _, a := range req.Argv {
 		if strings.IndexByte(a, 0) >= 0 {
 			return nil, errorf(ErrInvalid, "spawn of %q: an argument contains a NUL byte, which no program can receive", req.Name)
@@ -257,7 +260,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	}
 	if len(m.live)+m.spawning >= m.opts.MaxSessions {
 		m.mu.Unlock()
-		return nil, errorf(ErrBusy, "%d sessions are running, the limit; stop or remove one first", m.opts.MaxSessions)
+		return nil, errorf(ErrBusy, "%d sessions are running, agentd's limit (max_sessions); stop or remove one first, or raise max_sessions in the config", m.opts.MaxSessions)
 	}
 	if m.spawningNames[req.Name] {
 		m.mu.Unlock()

@@ -49,6 +49,9 @@ type screen struct {
 	// (captureUsers of them); nil otherwise.
 	capture      *scrollCapture
 	captureUsers int
+	// marks bounds the combining characters a cell keeps (maxCellMarks);
+	// every byte the emulator is fed goes through it (feed).
+	marks markLimiter
 }
 
 // newScreen returns a screen of the given size whose terminal replies
@@ -88,7 +91,11 @@ func newScreen(cols, rows int, reply func([]byte)) *screen {
 	return s
 }
 
-func (s *screen) write(p []byte) { s.emu.Write(p) }
+func (s *screen) write(p []byte) { s.feed(p) }
+
+// feed writes program output to the emulator, each cell bounded to
+// maxCellMarks combining characters.
+func (s *screen) feed(p []byte) { s.emu.Write(s.marks.filter(p)) }
 
 func (s *screen) resize(cols, rows int) { s.emu.Resize(cols, rows) }
 
@@ -258,7 +265,7 @@ func (s *screen) writeChunked(data []byte) {
 			i += j + 1
 			n++
 		}
-		s.emu.Write(data[:i])
+		s.feed(data[:i])
 		s.drainScrollback()
 		data = data[i:]
 	}

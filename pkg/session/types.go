@@ -4,6 +4,19 @@ import (
 	"time"
 )
 
+// MaxSpawnBytes bounds a spawn's argv and, apart, its environment (the
+// bytes of each string plus one for its NUL, as execve counts them). A
+// session's argv is kept in memory and in its manifest and sent in every
+// status; a megabyte of it in each of 256 sessions pinned hundreds of MiB
+// and made list answers pass the frame cap. Linux itself refuses one
+// string over 128 KiB (MAX_ARG_STRLEN); a command line longer than this
+// belongs in a file the program reads.
+const MaxSpawnBytes = 256 << 10
+
+// MaxCwdBytes bounds a spawn's working directory: PATH_MAX, the longest
+// path the kernel resolves.
+const MaxCwdBytes = 4096
+
 // SpawnRequest starts a session.
 type SpawnRequest struct {
 	// Name is the session's name, see ValidateName.

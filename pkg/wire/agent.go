@@ -92,6 +92,12 @@ type ListResult struct {
 	Sessions []SessionRow `json:"sessions"`
 }
 
+// ListCommandBytes is the most of a session's command one agent.list row
+// carries: with up to max_sessions rows, whole commands (a spawn may have
+// up to 256 KiB of them) could pass the frame cap, and a list that fails
+// fails for everyone. The row says when it was cut (CommandCut).
+const ListCommandBytes = 4 << 10
+
 // SessionRow is one row of agent.list.
 type SessionRow struct {
 	Name   string `json:"name"`
@@ -99,8 +105,11 @@ type SessionRow struct {
 	// PID is the program's, until the session ends; an ended session has
 	// none (the number may be another process's by then; agent.status
 	// keeps it, said to be history).
-	PID          int         `json:"pid,omitempty"`
-	Command      []string    `json:"command"`
+	PID     int      `json:"pid,omitempty"`
+	Command []string `json:"command"`
+	// CommandCut is true when Command was cut to fit the row (over
+	// ListCommandBytes): agent.status has it whole.
+	CommandCut   bool        `json:"command_cut,omitempty"`
 	CreatedAt    time.Time   `json:"created_at"`
 	AgeMS        int64       `json:"age_ms"`
 	LastActivity time.Time   `json:"last_activity,omitzero"`
