@@ -33,7 +33,9 @@ Usage:
   agentd worker ...       a session's worker (started by agentd itself)
 
 Every setting can be given in $XDG_CONFIG_HOME/agentd/config.toml (see
-config.example.toml); flags override the file.
+config.example.toml); flags override the file. agentd reads the file again
+when it changes and on SIGHUP (systemctl --user reload agentd), and logs what
+it applied; a bad file keeps the running settings.
 
 Flags:
 `
@@ -41,7 +43,8 @@ Flags:
 // run is agentd's whole life; it returns the process exit status. What was
 // asked for (help, version, the config) goes to stdout; errors and the log
 // to stderr.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// hup delivers the SIGHUPs that ask for a reload of the config.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
 	if len(args) > 0 && args[0] == "worker" {
 		// The per-session worker: started by the daemon, never by hand.
 		return session.RunWorker(ctx, args[1:], stderr)
@@ -136,6 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := daemonConfig(s)
 	cfg.Logger = log
 	cfg.ConfigPath = *configPath
+	cfg.Hangup = hup
 	cfg.Reload = func() (daemon.Config, error) {
 		l, err := load(*configPath, flags)
 		if err != nil {
