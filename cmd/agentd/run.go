@@ -46,7 +46,12 @@ Flags:
 // hup delivers the SIGHUPs that ask for a reload of the config.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
 	if len(args) > 0 && args[0] == "worker" {
-		// The per-session worker: started by the daemon, never by hand.
+		// The per-session worker: started by the daemon (forked, or as a
+		// unit by the user manager), never by hand.
+		if err := session.PrepareWorker(args[1:]); err != nil {
+			fmt.Fprintf(stderr, "agentd worker: %v\n", err)
+			return 2
+		}
 		return session.RunWorker(ctx, args[1:], stderr)
 	}
 	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
