@@ -118,6 +118,14 @@ func (d *Daemon) reload() {
 		d.channels.SetQueueCap(next.ChannelQueue)
 	}
 	d.applyTimeouts(&next)
+	if next.SessionMemoryMax != cur.SessionMemoryMax || next.SessionCPUWeight != cur.SessionCPUWeight {
+		if dl, ok := d.launcher.(interface{ SetDefaults(session.Limits) }); ok {
+			dl.SetDefaults(session.Limits{MemoryMax: next.SessionMemoryMax, CPUWeight: next.SessionCPUWeight})
+			applied = append(applied, "session_memory_max", "session_cpu_weight")
+		} else {
+			d.log.Warn().Msg("session_memory_max and session_cpu_weight are not applied: sessions are forked (no cgroup per session)")
+		}
+	}
 	if next.AllowAct != cur.AllowAct {
 		d.screen.SetAllowAct(next.AllowAct)
 		applied = append(applied, "allow_act")
@@ -157,6 +165,7 @@ func (d *Daemon) reload() {
 		{"display", next.Display != cur.Display},
 		{"event_log_cap", next.EventLogCap != cur.EventLogCap},
 		{"audit_log_cap", next.AuditMaxBytes != cur.AuditMaxBytes},
+		{"session_launcher", next.SessionLauncher != cur.SessionLauncher},
 	} {
 		if c.changed {
 			restart = append(restart, c.key)
@@ -166,6 +175,7 @@ func (d *Daemon) reload() {
 	// against what is really in force.
 	next.SocketPath, next.StateDir, next.Display = cur.SocketPath, cur.StateDir, cur.Display
 	next.EventLogCap, next.AuditMaxBytes = cur.EventLogCap, cur.AuditMaxBytes
+	next.SessionLauncher = cur.SessionLauncher
 	d.live.Store(&next)
 	d.helloJSON.Store(nil)
 	ev := d.log.Info().Strs("applied", applied)
