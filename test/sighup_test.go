@@ -2,6 +2,7 @@ package test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -50,6 +51,10 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 	// screen_unavailable).
 	if _, errOut, code := h.agentctl("", "act", batch); code != 24 {
 		t.Fatalf("act after SIGHUP: exit %d %q, want 24 (consent reloaded)", code, errOut)
+	}
+	help, err := exec.Command(bin.agentd, "--help").Output()
+	if err != nil || !strings.Contains(string(help), "on SIGHUP") {
+		t.Errorf("agentd --help does not say SIGHUP reloads: %v\n%s", err, help)
 	}
 	// A second SIGHUP with a broken file keeps the running settings.
 	os.WriteFile(target, []byte("allow_act = maybe\n"), 0o600)

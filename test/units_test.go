@@ -314,6 +314,15 @@ func TestSessionLimitsReachItsCgroup(t *testing.T) {
 		}
 	}
 
+	// A program that cannot start leaves no unit behind to block its
+	// name: the next spawn of the name runs.
+	if _, e, code := h.agentctl("", "spawn", "again", "--", "/nonexistent/prog"); code != 14 || !strings.Contains(e, "/nonexistent/prog") {
+		t.Errorf("spawn of a missing program as a unit: exit %d %q, want 14 naming it", code, e)
+	}
+	if _, e, code := h.agentctl("", "spawn", "again", "--", "sleep", "600"); code != 0 {
+		t.Errorf("spawn of the name again after a failed spawn: exit %d %s", code, e)
+	}
+
 	h.writeConfig("session_memory_max = 50331648\nsession_cpu_weight = 200\n")
 	if out, err := um.systemctl("reload", "agentd.service"); err != nil {
 		t.Fatalf("reload agentd: %v\n%s", err, out)
