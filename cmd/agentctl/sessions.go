@@ -26,10 +26,12 @@ func spawnVerb() verb {
 	var cpuWeight int
 	var envs []string
 	return verb{
-		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] -- COMMAND [ARGS...]", summary: "start a program in a new session",
 		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
 			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
-			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.",
+			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.\n\n" +
+			"Under a systemd user manager the session runs as a unit of its own, agentd-session-NAME.service,\n" +
+			"with the rights of a program started from your terminal; --memory-max and --cpu-weight bound it.",
 		example: "  agentctl spawn py -- python3 -i\n  agentctl spawn build --cwd ../proj --env CI=1 -- make test",
 		args:    cobra.ArbitraryArgs,
 		flags: func(fs *pflag.FlagSet) {
@@ -81,6 +83,10 @@ func spawnVerb() verb {
 		},
 		human: func(w io.Writer, r any) error {
 			s := r.(*wire.SessionStatus)
+			if s.Unit != "" {
+				fmt.Fprintf(w, "%s %s (pid %d, unit %s)\n", s.Name, s.Status, s.ProgramPID, s.Unit)
+				return nil
+			}
 			fmt.Fprintf(w, "%s %s (pid %d)\n", s.Name, s.Status, s.ProgramPID)
 			return nil
 		},
@@ -379,7 +385,7 @@ func statusVerb() verb {
 			if s.Launcher == "systemd" {
 				row("launcher", "systemd unit "+s.Unit+" (systemctl --user status "+s.Unit+")")
 			} else if s.Launcher != "" {
-				row("launcher", s.Launcher+" (a child of agentd, under its restrictions)")
+				row("launcher", s.Launcher+" (a child of agentd: in its cgroup, with whatever restrictions it runs under)")
 			}
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
 			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
