@@ -18,8 +18,11 @@ import (
 
 // formerHardening is the sandbox agentd.service used to hold. A session
 // forked by a daemon under it inherits it all; one started as a unit of
-// its own escapes it.
+// its own escapes it. KillMode=control-group (the default, where the
+// shipped unit says process for the daemon's other children) shows that
+// sessions outlive the daemon's unit without KillMode=process.
 const formerHardening = `[Service]
+KillMode=control-group
 NoNewPrivileges=yes
 LockPersonality=yes
 RestrictRealtime=yes
@@ -181,7 +184,7 @@ func TestSessionsEscapeTheDaemonsSandbox(t *testing.T) {
 		t.Errorf("systemctl --user status agentd-session-esc.service does not show the program (pid %d):\n%s", st.ProgramPID, out)
 	}
 
-	// The daemon's unit stops (no KillMode=process): the session runs on.
+	// The daemon's unit stops, killing its whole cgroup: the session runs on.
 	if out, err := um.systemctl("stop", "agentd.service"); err != nil {
 		t.Fatalf("stop agentd: %v\n%s", err, out)
 	}
