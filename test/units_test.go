@@ -406,3 +406,48 @@ func TestSessionLauncherSystemdWithoutAManagerFailsToStart(t *testing.T) {
 		t.Errorf("check-config of a bad session_launcher: %v %s", err, out)
 	}
 }
+
+// BenchmarkSpawnUnitVsFork measures spawn to running (and the stop and
+// removal after) of a session started as a unit of the user manager
+// against one forked by agentd, in the same run: the cost of the D-Bus
+// round trips and of the manager's fork is the ratio.
+func BenchmarkSpawnUnitVsFork(b *testing.B) {
+	hu := newHomeTB(b)
+	um := startUserManager(b, hu)
+	um.installAgentd(nil)
+	if out, err := um.systemctl("start", "agentd.socket", "agentd.service"); err != nil {
+		b.Fatalf("start agentd: %v\n%s", err, out)
+	}
+	await(b, 10*time.Second, "agentd serving", func() bool { return hu.hello() == nil })
+	hf := newHomeTB(b)
+	hf.startDaemon(nil)
+	cycle := func(h *home, name string) time.Duration {
+		ctx := context.Background()
+		c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		if _, err := c.Spawn(ctx, wire.SpawnParams{Name: name, Argv: []string{"sleep", "60"}}); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		if _, err := c.Stop(ctx, wire.StopParams{Name: name}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Rm(ctx, wire.RmParams{Name: name}); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	var unitT, forkT time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		unitT += cycle(hu, fmt.Sprintf("u%d", i))
+		forkT += cycle(hf, fmt.Sprintf("f%d", i))
+	}
+	b.ReportMetric(float64(unitT.Microseconds())/1000/float64(b.N), "unit-spawn-ms")
+	b.ReportMetric(float64(forkT.Microseconds())/1000/float64(b.N), "fork-spawn-ms")
+	b.ReportMetric(float64(unitT)/float64(forkT), "unit/fork")
+}

@@ -31,7 +31,7 @@ import (
 // and a writable cgroup tree; startUserManager skips the test, saying why,
 // where either is missing.
 type userManager struct {
-	t      *testing.T
+	t      testing.TB
 	h      *home
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -94,7 +94,7 @@ func slicesContains(xs []string, x string) bool {
 }
 
 // startUserManager starts the home's user manager and waits until it runs.
-func startUserManager(t *testing.T, h *home) *userManager {
+func startUserManager(t testing.TB, h *home) *userManager {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("a confined user manager needs root (cgroup and mount namespaces, cgroups of its own)")
