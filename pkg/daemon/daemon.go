@@ -110,14 +110,14 @@ type Config struct {
 	// ConfigPath is the config file to watch for live reload; "" watches
 	// nothing. Reload reads it again (with the command line's flags on
 	// top); SetLogLevel changes the log level of Logger.
-	ConfigPath string
-	Reload     func() (Config, error)
-	// Hangup delivers SIGHUP, which reloads the config as a change of the
-	// file does (cmd/agentd catches it); nil is no signal.
-	Hangup      <-chan os.Signal
+	ConfigPath  string
+	Reload      func() (Config, error)
 	SetLogLevel func(level string) error
 	// LogLevel is the level the logger was built with, for reload.
 	LogLevel string
+	// Hangup delivers SIGHUP, which reloads the config as a change of the
+	// file does (cmd/agentd catches it); nil is no signal.
+	Hangup <-chan os.Signal
 
 	// SessionLauncher is how session workers start: "auto" (""), "systemd"
 	// or "fork" (see sessionLauncher). It needs a restart.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,8 +51,26 @@ type LaunchSpec struct {
 	// Limits bound the session's resources; only a launcher that gives
 	// each session a cgroup (LimitsSupported) applies them.
 	Limits Limits
-	// Description is a line for people ("agentd session w1: claude").
+	// Description is a line for people ("agentd session w1: claude"),
+	// at most MaxDescription bytes.
 	Description string
+}
+
+// MaxDescription bounds LaunchSpec.Description: a unit's description is
+// a line in systemctl's listings, not the whole command.
+const MaxDescription = 200
+
+// Describe is the Description of a session running argv.
+func Describe(name string, argv []string) string {
+	d := "agentd session " + name + ": " + strings.Join(argv, " ")
+	if len(d) > MaxDescription {
+		cut := MaxDescription - len("...")
+		for cut > 0 && !utf8.RuneStart(d[cut]) {
+			cut--
+		}
+		d = d[:cut] + "..."
+	}
+	return d
 }
 
 // Limits are a session's resource bounds, applied to its own cgroup (the

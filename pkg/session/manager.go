@@ -390,7 +390,7 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec, limits Limit
 	// by its process: see workersOf.
 	wenv := append(append(os.Environ(), m.opts.WorkerEnv...), workerDirEnv+"="+spec.SessionDir)
 	launched, err := m.opts.Launcher.Launch(ctx, LaunchSpec{Session: spec.Name, Argv: m.opts.WorkerCommand, Env: wenv,
-		Spec: child, Log: logf, Limits: limits, Description: fmt.Sprintf("agentd session %s: %s", spec.Name, strings.Join(spec.Argv, " "))})
+		Spec: child, Log: logf, Limits: limits, Description: Describe(spec.Name, spec.Argv)})
 	logf.Close()
 	if err != nil {
 		return nil, nil, err

@@ -66,32 +66,32 @@ type SessionStatus struct {
 	Allows []string `json:"allows"`
 	// Termination is how it ended: clean_exit, nonzero_exit, signal_exit,
 	// host_death, spawn_failure; empty while it runs.
-	Termination Termination `json:"termination,omitempty"`
-	ExitCode    *int        `json:"exit_code,omitempty"`
-	Signal      string      `json:"signal,omitempty"`
-	Reason      string      `json:"reason,omitempty"`
-	WorkerPID   int         `json:"worker_pid,omitempty"`
-	ProgramPID  int         `json:"program_pid,omitempty"`
-	// Launcher is how the live worker was started: "systemd" (a user unit
-	// of its own, named in Unit) or "fork" (a child of agentd, in its
-	// cgroup and under its restrictions); empty once the session ended.
-	Launcher     string    `json:"launcher,omitempty"`
-	Unit         string    `json:"unit,omitempty"`
-	Cols         int       `json:"cols"`
-	Rows         int       `json:"rows"`
-	Bytes        uint64    `json:"bytes"`  // output recorded
-	Events       uint64    `json:"events"` // event-log records
-	Asks         uint64    `json:"asks"`   // asks answered
-	Argv         []string  `json:"argv"`
-	Cwd          string    `json:"cwd"`
-	EnvKeys      []string  `json:"env_keys,omitempty"` // names only: values are not kept
-	CreatedAt    time.Time `json:"created_at"`
-	StartedAt    time.Time `json:"started_at,omitzero"`
-	EndedAt      time.Time `json:"ended_at,omitzero"`
-	LastActivity time.Time `json:"last_activity,omitzero"`
+	Termination  Termination `json:"termination,omitempty"`
+	ExitCode     *int        `json:"exit_code,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	WorkerPID    int         `json:"worker_pid,omitempty"`
+	ProgramPID   int         `json:"program_pid,omitempty"`
+	Cols         int         `json:"cols"`
+	Rows         int         `json:"rows"`
+	Bytes        uint64      `json:"bytes"`  // output recorded
+	Events       uint64      `json:"events"` // event-log records
+	Asks         uint64      `json:"asks"`   // asks answered
+	Argv         []string    `json:"argv"`
+	Cwd          string      `json:"cwd"`
+	EnvKeys      []string    `json:"env_keys,omitempty"` // names only: values are not kept
+	CreatedAt    time.Time   `json:"created_at"`
+	StartedAt    time.Time   `json:"started_at,omitzero"`
+	EndedAt      time.Time   `json:"ended_at,omitzero"`
+	LastActivity time.Time   `json:"last_activity,omitzero"`
 	// SilentMS is how long the session's worker has not answered, in
 	// milliseconds; set only with status unresponsive.
 	SilentMS int64 `json:"silent_ms,omitempty"`
+	// Launcher is how the live worker was started: "systemd" (a user unit
+	// of its own, named in Unit) or "fork" (a child of agentd, in its
+	// cgroup and under its restrictions); empty once the session ended.
+	Launcher string `json:"launcher,omitempty"`
+	Unit     string `json:"unit,omitempty"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.
