@@ -326,6 +326,21 @@ func TestSessionLimitsReachItsCgroup(t *testing.T) {
 		t.Errorf("spawn of the name again after a failed spawn: exit %d %s", code, e)
 	}
 
+	// The manager re-executes itself (an upgrade of systemd): the
+	// daemon's connection breaks, and the next spawn dials again.
+	if out, err := um.systemctl("daemon-reexec"); err != nil {
+		t.Fatalf("daemon-reexec: %v\n%s", err, out)
+	}
+	await(t, 10*time.Second, "the manager back after its re-exec", func() bool {
+		out, _ := um.systemctl("is-system-running")
+		return strings.TrimSpace(out) == "running" || strings.TrimSpace(out) == "degraded"
+	})
+	if _, e, code := h.agentctl("", "spawn", "after-reexec", "--", "sleep", "600"); code != 0 {
+		t.Errorf("spawn after the manager's re-exec: exit %d %s", code, e)
+	} else if s := sessionStatusOf(t, h, "after-reexec"); s.Unit != "agentd-session-after-reexec.service" {
+		t.Errorf("after the manager's re-exec the session runs as unit %q", s.Unit)
+	}
+
 	h.writeConfig("session_memory_max = 50331648\nsession_cpu_weight = 200\n")
 	if out, err := um.systemctl("reload", "agentd.service"); err != nil {
 		t.Fatalf("reload agentd: %v\n%s", err, out)
