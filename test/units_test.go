@@ -326,6 +326,18 @@ func TestSessionLimitsReachItsCgroup(t *testing.T) {
 		t.Errorf("spawn of the name again after a failed spawn: exit %d %s", code, e)
 	}
 
+	// A unit of the name already runs (not this agentd's): the spawn is
+	// refused, saying whose it may be and how to stop it.
+	if out, err := um.run("systemd-run", "--user", "--unit", "agentd-session-taken", "sleep", "600"); err != nil {
+		t.Fatalf("systemd-run: %v\n%s", err, out)
+	}
+	if _, e, code := h.agentctl("", "spawn", "taken", "--", "sleep", "600"); code != 14 || !strings.Contains(e, "systemctl --user stop agentd-session-taken.service") {
+		t.Errorf("spawn onto a running unit of the name: exit %d %q, want 14 saying how to stop it", code, e)
+	}
+	if _, _, code := h.agentctl("", "status", "taken"); code != 13 {
+		t.Errorf("the refused spawn left session taken behind (status exit %d, want 13)", code)
+	}
+
 	// The manager re-executes itself (an upgrade of systemd): the
 	// daemon's connection breaks, and the next spawn dials again.
 	if out, err := um.systemctl("daemon-reexec"); err != nil {

@@ -180,7 +180,13 @@ func startUserManager(t testing.TB, h *home) *userManager {
 // namespace: systemctl believes there is no systemd without
 // /run/systemd/system, which only the manager's namespace has.
 func (um *userManager) systemctl(args ...string) (string, error) {
-	cmd := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(um.cmd.Process.Pid), "-m", "systemctl", "--user"}, args...)...)
+	return um.run("systemctl", append([]string{"--user"}, args...)...)
+}
+
+// run runs a systemd tool (systemctl, systemd-run) against the home's
+// manager, in its mount namespace.
+func (um *userManager) run(tool string, args ...string) (string, error) {
+	cmd := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(um.cmd.Process.Pid), "-m", tool}, args...)...)
 	cmd.Env = um.h.env("DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(um.h.runtime, "bus"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -302,25 +302,32 @@ func (l *Launcher) Launch(ctx context.Context, s session.LaunchSpec) (session.La
 	defer cancel()
 	c, err := l.connection(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("start session unit %s: %w", name, err)
+		return nil, failed(s.Session, "the user manager cannot be reached to start unit %s: %v", name, err)
 	}
 	result, err := l.start(ctx, c, name, props)
+	if err != nil && !isManagerError(err) {
+		// The connection broke (the manager re-executed, or restarted):
+		// dial again and try once more.
+		if c, err = l.redial(ctx, c); err == nil {
+			result, err = l.start(ctx, c, name, props)
+		}
+	}
 	if err != nil && isUnitExists(err) {
 		// A unit of this name is left over (a failed one not collected
 		// yet): clear it if it is not running, and try once more.
 		if state := activeState(ctx, c, name); state == "active" || state == "activating" || state == "deactivating" {
-			return nil, fmt.Errorf("a unit %s already runs (%s); it belongs to another agentd or a session this one lost: systemctl --user stop %s", name, state, name)
+			return nil, failed(s.Session, "a unit %s already runs (%s): it belongs to another agentd or to a session this one lost; stop it (systemctl --user stop %s) or pick another name", name, state, name)
 		}
 		c.ResetFailedUnitContext(ctx, name)
 		result, err = l.start(ctx, c, name, props)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start session unit %s: %w", name, err)
+		return nil, failed(s.Session, "the user manager did not start unit %s: %v", name, err)
 	}
 	u := &unit{l: l, name: name, exited: make(chan struct{})}
 	if result != "done" {
 		close(u.exited)
-		return nil, fmt.Errorf("start session unit %s: the start job ended %q; journalctl --user -u %s says why", name, result, name)
+		return nil, failed(s.Session, "the start job of unit %s ended %q; journalctl --user -u %s says why", name, result, name)
 	}
 	pid := mainPID(ctx, c, name)
 	go u.watch(pid)
@@ -345,12 +352,41 @@ func (l *Launcher) start(ctx context.Context, c *sddbus.Conn, name string, props
 	}
 }
 
+// failed is a spawn that failed in the manager (spawn_failed for the
+// caller), naming the session.
+func failed(name, format string, args ...any) error {
+	return &session.Error{Kind: session.ErrSpawnFailed, Msg: fmt.Sprintf("session %q: ", name) + fmt.Sprintf(format, args...)}
+}
+
+// isManagerError says the manager answered err (a D-Bus error reply), as
+// opposed to the connection failing.
+func isManagerError(err error) bool {
+	var de dbus.Error
+	var dp *dbus.Error
+	return errors.As(err, &de) || errors.As(err, &dp)
+}
+
+// redial drops c, if it is still the launcher's connection, and dials again.
+func (l *Launcher) redial(ctx context.Context, c *sddbus.Conn) (*sddbus.Conn, error) {
+	l.mu.Lock()
+	if l.conn == c {
+		l.conn.Close()
+		l.conn = nil
+	}
+	l.mu.Unlock()
+	return l.connection(ctx)
+}
+
 func isUnitExists(err error) bool {
 	var de dbus.Error
 	if errors.As(err, &de) {
 		return de.Name == "org.freedesktop.systemd1.UnitExists"
 	}
-	return strings.Contains(err.Error(), "already exists")
+	var dp *dbus.Error
+	if errors.As(err, &dp) {
+		return dp.Name == "org.freedesktop.systemd1.UnitExists"
+	}
+	return false
 }
 
 func activeState(ctx context.Context, c *sddbus.Conn, name string) string {

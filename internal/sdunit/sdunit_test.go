@@ -1,9 +1,14 @@
 package sdunit
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/agentd/agentd/pkg/session"
 )
@@ -48,5 +53,19 @@ func TestLaunchRefusesBadLimitsBeforeAskingTheManager(t *testing.T) {
 		if _, err := l.Launch(t.Context(), session.LaunchSpec{Session: "w", Argv: []string{"/bin/true"}, Limits: lim}); err == nil || !strings.Contains(err.Error(), "give") {
 			t.Errorf("Launch with %+v: %v, want a refusal saying what to give", lim, err)
 		}
+	}
+}
+
+func TestManagerErrorsAreToldFromBrokenConnections(t *testing.T) {
+	exists := dbus.Error{Name: "org.freedesktop.systemd1.UnitExists", Body: []any{"Unit agentd-session-w1.service already exists."}}
+	if !isUnitExists(fmt.Errorf("start: %w", exists)) || !isUnitExists(&exists) || !isManagerError(exists) {
+		t.Error("a UnitExists reply is not recognised")
+	}
+	if isUnitExists(errors.New("unit already exists")) || isManagerError(dbus.ErrClosed) || isManagerError(io.EOF) {
+		t.Error("a broken connection or a plain error is taken for the manager's reply")
+	}
+	err := failed("w1", "the start job of unit %s ended %q", "agentd-session-w1.service", "failed")
+	if !errors.Is(err, session.ErrSpawnFailed) || !strings.HasPrefix(err.Error(), `session "w1": the start job`) {
+		t.Errorf("failed: %v", err)
 	}
 }
