@@ -277,6 +277,16 @@ func TestSessionLimitsReachItsCgroup(t *testing.T) {
 	if unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
 		v2 = true
 	}
+	// The limits need the memory and cpu controllers in the manager's
+	// cgroup tree.
+	if v2 {
+		ctl, _ := os.ReadFile(filepath.Join(um.cgroup[""], "cgroup.controllers"))
+		if f := strings.Fields(string(ctl)); !slicesContains(f, "memory") || !slicesContains(f, "cpu") {
+			t.Skipf("the memory and cpu controllers are not delegated to the test's cgroup (it has %q)", strings.TrimSpace(string(ctl)))
+		}
+	} else if um.cgroup["memory"] == "" || um.cgroup["cpu"] == "" {
+		t.Skip("no v1 memory or cpu hierarchy to hold a session's limits")
+	}
 	cpu := func(weight int) string {
 		if v2 {
 			return strconv.Itoa(weight)
