@@ -37,9 +37,15 @@ func TestMakeInstallWritesVerifiableUnits(t *testing.T) {
 	if !strings.Contains(string(service), "ExecStart="+bin+" ") {
 		t.Errorf("agentd.service does not run %s:\n%s", bin, service)
 	}
-	for _, want := range []string{"Type=notify", "KillMode=process", "WatchdogSec=", "Restart=on-failure"} {
+	for _, want := range []string{"Type=notify", "KillMode=process", "ExecReload=", "WatchdogSec=", "Restart=on-failure"} {
 		if !strings.Contains(string(service), want) {
 			t.Errorf("agentd.service lacks %s", want)
+		}
+	}
+	// The daemon's unit holds no sandboxing its children would inherit.
+	for _, line := range strings.Split(string(service), "\n") {
+		if strings.HasPrefix(line, "NoNewPrivileges=") || strings.HasPrefix(line, "RestrictAddressFamilies=") || strings.HasPrefix(line, "RestrictNamespaces=") {
+			t.Errorf("agentd.service sets %s", line)
 		}
 	}
 	if _, err := os.Stat(bin); err != nil {

@@ -22,19 +22,24 @@ import (
 )
 
 func spawnVerb() verb {
-	var cwd, size string
+	var cwd, size, memoryMax string
+	var cpuWeight int
 	var envs []string
 	return verb{
-		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] -- COMMAND [ARGS...]", summary: "start a program in a new session",
 		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
 			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
-			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.",
+			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.\n\n" +
+			"Under a systemd user manager the session runs as a unit of its own, agentd-session-NAME.service,\n" +
+			"with the rights of a program started from your terminal; --memory-max and --cpu-weight bound it.",
 		example: "  agentctl spawn py -- python3 -i\n  agentctl spawn build --cwd ../proj --env CI=1 -- make test",
 		args:    cobra.ArbitraryArgs,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&cwd, "cwd", "", "working directory (default: the current one)")
 			fs.StringArrayVar(&envs, "env", nil, "K=V, repeatable")
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
+			fs.StringVar(&memoryMax, "memory-max", "", "memory the session may use, e.g. 4G or 512M (its unit's MemoryMax; needs a systemd user manager)")
+			fs.IntVar(&cpuWeight, "cpu-weight", 0, "the session's CPU share, 1 to 10000; 100 is every unit's (needs a systemd user manager)")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			pos, command := splitDash(e.cmd, args)
@@ -45,7 +50,15 @@ func spawnVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
+			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir, CPUWeight: cpuWeight}
+			if memoryMax != "" {
+				if p.MemoryMax, err = parseBytes(memoryMax); err != nil {
+					return nil, usagef("--memory-max %q: %v", memoryMax, err)
+				}
+			}
+			if e.cmd.Flags().Changed("cpu-weight") && (cpuWeight < 1 || cpuWeight > 10000) {
+				return nil, usagef("--cpu-weight %d is out of range; give 1 to 10000 (100 is the default share)", cpuWeight)
+			}
 			if size != "" {
 				if p.Cols, p.Rows, err = parseSize(size); err != nil {
 					return nil, err
@@ -70,10 +83,41 @@ func spawnVerb() verb {
 		},
 		human: func(w io.Writer, r any) error {
 			s := r.(*wire.SessionStatus)
+			if s.Unit != "" {
+				fmt.Fprintf(w, "%s %s (pid %d, unit %s)\n", s.Name, s.Status, s.ProgramPID, s.Unit)
+				return nil
+			}
 			fmt.Fprintf(w, "%s %s (pid %d)\n", s.Name, s.Status, s.ProgramPID)
 			return nil
 		},
 	}
+}
+
+// parseBytes reads a size as systemd writes one: a number of bytes with an
+// optional K, M, G or T (powers of 1024).
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	num := strings.TrimSuffix(strings.ToUpper(s), "B")
+	if n := len(num); n > 0 {
+		switch num[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			num = num[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v <= 0 || v > (1<<62)/mult {
+		return 0, errors.New("not a size; give a positive number of bytes with K, M, G or T, such as 4G")
+	}
+	return v * mult, nil
 }
 
 // spawnDir is the absolute directory a spawn runs in: the caller's own by
@@ -338,6 +382,11 @@ func statusVerb() verb {
 				pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
 			}
 			row("pids", pids)
+			if s.Launcher == "systemd" {
+				row("launcher", "systemd unit "+s.Unit+" (systemctl --user status "+s.Unit+")")
+			} else if s.Launcher != "" {
+				row("launcher", s.Launcher+" (a child of agentd: in its cgroup, with whatever restrictions it runs under)")
+			}
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
 			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
 			row("created", s.CreatedAt.Local().Format(time.DateTime))

@@ -12,7 +12,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// SIGHUP reloads the config, as daemons do (its default would end
+	// agentd, as closing the terminal of a foreground agentd did). It is
+	// caught before the slow start-up so none is lost.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, hup)
 	stop()
 	os.Exit(code)
 }

@@ -33,7 +33,9 @@ Usage:
   agentd worker ...       a session's worker (started by agentd itself)
 
 Every setting can be given in $XDG_CONFIG_HOME/agentd/config.toml (see
-config.example.toml); flags override the file.
+config.example.toml); flags override the file. agentd reads the file again
+when it changes and on SIGHUP (systemctl --user reload agentd), and logs what
+it applied; a bad file keeps the running settings.
 
 Flags:
 `
@@ -41,9 +43,15 @@ Flags:
 // run is agentd's whole life; it returns the process exit status. What was
 // asked for (help, version, the config) goes to stdout; errors and the log
 // to stderr.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// hup delivers the SIGHUPs that ask for a reload of the config.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
 	if len(args) > 0 && args[0] == "worker" {
-		// The per-session worker: started by the daemon, never by hand.
+		// The per-session worker: started by the daemon (forked, or as a
+		// unit by the user manager), never by hand.
+		if err := session.PrepareWorker(args[1:]); err != nil {
+			fmt.Fprintf(stderr, "agentd worker: %v\n", err)
+			return 2
+		}
 		return session.RunWorker(ctx, args[1:], stderr)
 	}
 	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
@@ -136,6 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := daemonConfig(s)
 	cfg.Logger = log
 	cfg.ConfigPath = *configPath
+	cfg.Hangup = hup
 	cfg.Reload = func() (daemon.Config, error) {
 		l, err := load(*configPath, flags)
 		if err != nil {
@@ -279,6 +288,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
+		SessionLauncher: s.SessionLauncher, SessionMemoryMax: s.SessionMemoryMax, SessionCPUWeight: s.SessionCPUWeight,
 	}
 }
 

@@ -51,6 +51,11 @@ type Settings struct {
 	RecordScreen    bool     `toml:"record_screen" doc:"keep every act batch's observation beside the audit log for agentctl record --screen" live:"true"`
 	RecordScreenCap int64    `toml:"record_screen_cap" doc:"bytes of kept observations; the oldest go first" live:"false"`
 	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once for clients (requests, answers, channel queues), across connections; past it they are answered busy" live:"false"`
+	// The session keys: how workers start, and the limits of each
+	// session's own cgroup where the user manager gives it one.
+	SessionLauncher  string `toml:"session_launcher" doc:"how session workers start: auto (a systemd user unit each where a user manager answers, else forked), systemd or fork" live:"false"`
+	SessionMemoryMax int64  `toml:"session_memory_max" doc:"bytes of memory each session may use (its unit's MemoryMax); 0 is no limit; needs a user manager" live:"true"`
+	SessionCPUWeight int    `toml:"session_cpu_weight" doc:"each session's CPU share, 1 to 10000 (its unit's CPUWeight; 100 is every unit's); 0 leaves systemd's default; needs a user manager" live:"true"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -71,8 +76,16 @@ func Defaults() Settings {
 		AuditLogCap:     16 << 20,
 		MemoryBudget:    256 << 20,
 		RecordScreenCap: 256 << 20,
+		SessionLauncher: LauncherAuto,
 	}
 }
+
+// The values of session_launcher.
+const (
+	LauncherAuto    = "auto"
+	LauncherSystemd = "systemd"
+	LauncherFork    = "fork"
+)
 
 // Duration is a time.Duration written as "10s" or "1m30s" in TOML.
 type Duration time.Duration
@@ -434,6 +447,17 @@ func validate(path string, data []byte, l *Loaded) error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("%s: log_level %q is not debug, info, warn or error", where("log_level"), s.LogLevel)
+	}
+	switch s.SessionLauncher {
+	case LauncherAuto, LauncherSystemd, LauncherFork:
+	default:
+		return fmt.Errorf("%s: session_launcher %q is not auto, systemd or fork", where("session_launcher"), s.SessionLauncher)
+	}
+	if s.SessionMemoryMax < 0 {
+		return fmt.Errorf("%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)
+	}
+	if s.SessionCPUWeight < 0 || s.SessionCPUWeight > 10000 {
+		return fmt.Errorf("%s: session_cpu_weight %d is out of range; give 1 to 10000 (100 is the default share), or 0 to leave systemd's", where("session_cpu_weight"), s.SessionCPUWeight)
 	}
 	switch s.LogFormat {
 	case "", "json", "console":

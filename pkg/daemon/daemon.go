@@ -119,6 +119,17 @@ type Config struct {
 	SetLogLevel func(level string) error
 	// LogLevel is the level the logger was built with, for reload.
 	LogLevel string
+	// Hangup delivers SIGHUP, which reloads the config as a change of the
+	// file does (cmd/agentd catches it); nil is no signal.
+	Hangup <-chan os.Signal
+
+	// SessionLauncher is how session workers start: "auto" (""), "systemd"
+	// or "fork" (see sessionLauncher). It needs a restart.
+	SessionLauncher string
+	// SessionMemoryMax and SessionCPUWeight are the limits of a spawn that
+	// gives none (live); they need the systemd launcher.
+	SessionMemoryMax int64
+	SessionCPUWeight int
 }
 
 // closeConnsTimeout bounds the wait for connections to end once their
@@ -192,6 +203,9 @@ type Daemon struct {
 	sessions Sessions
 	screen   Screen
 	channels Channels
+	// launcher starts session workers (set in Run, before the config
+	// watch starts; reload hands it new default limits).
+	launcher session.Launcher
 	build    func() string
 	budget   *rpc.Budget // shared by every connection
 	// vouch checks that a peer runs inside a session before a channel is
@@ -335,7 +349,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// (NewWith).
 	if d.sessions == nil {
 		sessionLog := d.cfg.Logger
+		launcher, closeLauncher, err := d.sessionLauncher(ctx)
+		if err != nil {
+			return fmt.Errorf("sessions: %w", err)
+		}
+		defer closeLauncher()
+		d.launcher = launcher
 		mgr, err := session.NewManager(session.ManagerOptions{
+			Launcher:      launcher,
 			StateDir:      d.cfg.StateDir,
 			RuntimeDir:    filepath.Join(filepath.Dir(d.cfg.SocketPath), "sessions"),
 			DaemonSocket:  d.cfg.SocketPath,

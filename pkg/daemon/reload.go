@@ -14,55 +14,85 @@ import (
 // change is read: editors write a file in several steps.
 const reloadSettle = 150 * time.Millisecond
 
-// watchConfig reloads the config when its file changes. It watches the
-// directory, not the file, so editors that replace the file (write a temp
-// file, rename it over) are seen, and so is a file created later. A bad
-// edit keeps the running settings and logs why; the next good edit is
-// picked up. It returns the function that stops watching.
+// watchConfig reloads the config when its file changes and on SIGHUP
+// (Config.Hangup). It watches the directory, not the file, so editors that
+// replace the file (write a temp file, rename it over) are seen, and so is
+// a file created later. A bad edit keeps the running settings and logs
+// why; the next good edit is picked up. Both causes are served by one
+// goroutine, so two reloads never run at once. It returns the function
+// that stops watching.
 func (d *Daemon) watchConfig() (stop func()) {
-	if d.cfg.ConfigPath == "" || d.cfg.Reload == nil {
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	closeWatch := func() {}
+	name := ""
+	if d.cfg.ConfigPath != "" && d.cfg.Reload != nil {
+		dir := filepath.Dir(d.cfg.ConfigPath)
+		name = filepath.Base(d.cfg.ConfigPath)
+		if w := d.watchDir(dir); w != nil {
+			events, errs, closeWatch = w.Events, w.Errors, func() { w.Close() }
+		}
+	}
+	if events == nil && d.cfg.Hangup == nil {
 		return func() {}
 	}
-	dir, name := filepath.Dir(d.cfg.ConfigPath), filepath.Base(d.cfg.ConfigPath)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot create the config directory; live reload is off")
-		return func() {}
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		d.log.Warn().Err(err).Msg("cannot watch the config; live reload is off")
-		return func() {}
-	}
-	if err := w.Add(dir); err != nil {
-		w.Close()
-		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot watch the config directory; live reload is off")
-		return func() {}
-	}
+	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var settle <-chan time.Time
 		for {
 			select {
-			case ev, ok := <-w.Events:
+			case <-quit:
+				return
+			case ev, ok := <-events:
 				if !ok {
-					return
+					events = nil
+					continue
 				}
 				if filepath.Base(ev.Name) == name {
 					settle = time.After(reloadSettle)
 				}
-			case err, ok := <-w.Errors:
+			case err, ok := <-errs:
 				if !ok {
-					return
+					errs = nil
+					continue
 				}
 				d.log.Warn().Err(err).Msg("config watch error")
 			case <-settle:
 				settle = nil
 				d.reload()
+			case <-d.cfg.Hangup:
+				if d.cfg.Reload == nil {
+					d.log.Info().Msg("SIGHUP: no config to reload")
+					continue
+				}
+				d.log.Info().Str("config", d.cfg.ConfigPath).Msg("SIGHUP: reloading the config")
+				d.reload()
 			}
 		}
 	}()
-	return func() { w.Close(); <-done }
+	return func() { close(quit); closeWatch(); <-done }
+}
+
+// watchDir watches the config's directory, creating it, or logs why live
+// reload on change is off and returns nil (SIGHUP still reloads).
+func (d *Daemon) watchDir(dir string) *fsnotify.Watcher {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot create the config directory; live reload on change is off (SIGHUP reloads)")
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		d.log.Warn().Err(err).Msg("cannot watch the config; live reload on change is off (SIGHUP reloads)")
+		return nil
+	}
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		d.log.Warn().Err(err).Str("dir", dir).Msg("cannot watch the config directory; live reload on change is off (SIGHUP reloads)")
+		return nil
+	}
+	return w
 }
 
 // reload reads the config again and applies what can change live.
@@ -88,6 +118,14 @@ func (d *Daemon) reload() {
 		d.channels.SetQueueCap(next.ChannelQueue)
 	}
 	d.applyTimeouts(&next)
+	if next.SessionMemoryMax != cur.SessionMemoryMax || next.SessionCPUWeight != cur.SessionCPUWeight {
+		if dl, ok := d.launcher.(interface{ SetDefaults(session.Limits) }); ok {
+			dl.SetDefaults(session.Limits{MemoryMax: next.SessionMemoryMax, CPUWeight: next.SessionCPUWeight})
+			applied = append(applied, "session_memory_max", "session_cpu_weight")
+		} else {
+			d.log.Warn().Msg("session_memory_max and session_cpu_weight are not applied: sessions are forked (no cgroup per session)")
+		}
+	}
 	if next.AllowAct != cur.AllowAct {
 		d.screen.SetAllowAct(next.AllowAct)
 		applied = append(applied, "allow_act")
@@ -128,6 +166,7 @@ func (d *Daemon) reload() {
 		{"event_log_cap", next.EventLogCap != cur.EventLogCap},
 		{"max_sessions", next.MaxSessions != cur.MaxSessions},
 		{"audit_log_cap", next.AuditMaxBytes != cur.AuditMaxBytes},
+		{"session_launcher", next.SessionLauncher != cur.SessionLauncher},
 	} {
 		if c.changed {
 			restart = append(restart, c.key)
@@ -137,6 +176,7 @@ func (d *Daemon) reload() {
 	// against what is really in force.
 	next.SocketPath, next.StateDir, next.Display = cur.SocketPath, cur.StateDir, cur.Display
 	next.EventLogCap, next.AuditMaxBytes = cur.EventLogCap, cur.AuditMaxBytes
+	next.SessionLauncher = cur.SessionLauncher
 	d.live.Store(&next)
 	d.helloJSON.Store(nil)
 	ev := d.log.Info().Strs("applied", applied)

@@ -66,7 +66,8 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows}
+	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows,
+		Limits: session.Limits{MemoryMax: p.MemoryMax, CPUWeight: p.CPUWeight}}
 	for k, v := range p.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, wire.Errorf(wire.CodeInvalidParams, "environment variable name %q is not allowed: names are non-empty and hold no '=' or NUL", k)
@@ -394,6 +395,7 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 	if m.EndedAt != nil {
 		s.EndedAt = *m.EndedAt
 	}
+	s.Launcher, s.Unit = launcherOf(i)
 	return s
 }
 

@@ -16,8 +16,12 @@
 // # Workers
 //
 // Every session runs under a worker process (`agentd worker`, the same
-// binary; see RunWorker) that the Manager starts detached in its own process
-// session. The worker owns the PTY master, starts the program in a new
+// binary; see RunWorker) that the Manager starts through a Launcher
+// (launcher.go): forked, detached in its own process session
+// (ForkLauncher), or as a systemd user unit of its own (internal/sdunit),
+// which escapes the daemon's sandbox and cgroup. Either way the worker is
+// found again by its pid, socket and environment, so Reconcile re-attaches
+// to both kinds alike. The worker owns the PTY master, starts the program in a new
 // session with the PTY as its controlling terminal, records every event in
 // the event log, keeps the screen model, and serves a per-session socket
 // (mode 0600, internal/rpc framing) in the runtime directory. The daemon never
@@ -25,7 +29,7 @@
 // keeps running; a new Manager re-attaches through Reconcile.
 //
 // The Manager hands the worker its spawn specification over an inherited
-// socket pair (fd 3) rather than argv, so that the environment never shows
+// socket pair (fd 3, or standard input with SpecOnStdin) rather than argv, so that the environment never shows
 // in ps, and the worker answers on the same socket once the program has
 // started (or why it could not), before Spawn returns.
 //

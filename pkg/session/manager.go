@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,6 +41,8 @@ type ManagerOptions struct {
 	// WorkerEnv is added to the environment of worker processes (not of the
 	// programs they run).
 	WorkerEnv []string
+	// Launcher starts workers; nil is ForkLauncher.
+	Launcher Launcher
 	// LogCap caps each session's event log on disk; zero is DefaultLogCap.
 	LogCap int64
 	// MaxSessions bounds the live sessions; zero is DefaultMaxSessions.
@@ -141,6 +142,9 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	if opts.LogCap <= 0 {
 		opts.LogCap = DefaultLogCap
+	}
+	if opts.Launcher == nil {
+		opts.Launcher = ForkLauncher{}
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
@@ -242,6 +246,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	if err := validateSize(req.Cols, req.Rows); err != nil {
 		return nil, err
 	}
+	if err := req.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	if req.Cwd == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -303,7 +310,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
 		CreatedAt: created}
-	ready, exited, err := m.startWorker(ctx, spec)
+	ready, exited, err := m.startWorker(ctx, spec, req.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +337,8 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		}
 		return nil, fmt.Errorf("session %q started but its worker cannot be reached: %w", req.Name, err)
 	}
-	m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Int("worker_pid", ready.WorkerPID).Msg("session spawned")
+	m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Int("worker_pid", ready.WorkerPID).
+		Str("launcher", m.opts.Launcher.Kind()).Str("unit", UnitOf(ready.WorkerPID)).Msg("session spawned")
 	return m.infoLive(ctx, h)
 }
 
@@ -366,7 +374,7 @@ func programEnv(base, extra []string, name, sock string) []string {
 // startWorker starts a worker process and exchanges the specification and
 // the start report with it over a socket pair. exited is closed when the
 // worker process has ended (and been reaped).
-func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerReady, <-chan struct{}, error) {
+func (m *Manager) startWorker(ctx context.Context, spec workerSpec, limits Limits) (*workerReady, <-chan struct{}, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start worker: %w", err)
@@ -383,33 +391,18 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 	if err != nil {
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
-	wc := m.opts.WorkerCommand
 	// The worker's environment names its session directory, so a worker
 	// that lost its socket or its manifest can still be found (and ended)
 	// by its process: see workersOf.
 	wenv := append(append(os.Environ(), m.opts.WorkerEnv...), workerDirEnv+"="+spec.SessionDir)
-	cmd := &exec.Cmd{Path: wc[0], Args: wc, Env: wenv, Dir: "/",
-		Stdout: logf, Stderr: logf, ExtraFiles: []*os.File{child},
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	if filepath.Base(wc[0]) == wc[0] {
-		if p, err := exec.LookPath(wc[0]); err == nil {
-			cmd.Path = p
-		}
-	}
-	err = cmd.Start()
+	launched, err := m.opts.Launcher.Launch(ctx, LaunchSpec{Session: spec.Name, Argv: m.opts.WorkerCommand, Env: wenv,
+		Spec: child, Log: logf, Limits: limits, Description: Describe(spec.Name, spec.Argv)})
 	logf.Close()
 	if err != nil {
-		return nil, nil, fmt.Errorf("start session worker %s: %w", wc[0], err)
+		return nil, nil, err
 	}
 	child.Close()
-	// The worker is our child until we exit; this goroutine reaps it so it
-	// never lingers as a zombie. It ends when the worker does (which may be
-	// after this Manager is closed: the worker outlives it by design).
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
+	exited := launched.Exited()
 	deadline := time.Now().Add(m.opts.SpawnTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -426,7 +419,7 @@ func (m *Manager) startWorker(ctx context.Context, spec workerSpec) (*workerRead
 		}
 	}
 	if err != nil {
-		cmd.Process.Kill()
+		launched.Kill()
 		<-exited
 		reason := "the session worker ended before reporting"
 		if ctx.Err() != nil {

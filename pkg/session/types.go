@@ -33,6 +33,9 @@ type SpawnRequest struct {
 	Env []string
 	// Cols and Rows are the terminal size; zero is DefaultCols/DefaultRows.
 	Cols, Rows int
+	// Limits bound the session's cgroup (see Launcher); zero fields take
+	// the launcher's defaults.
+	Limits Limits
 }
 
 // Info is a session's full status.

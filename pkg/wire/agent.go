@@ -47,6 +47,13 @@ type SpawnParams struct {
 	// Cols and Rows are the terminal size; zero is 120x40.
 	Cols int `json:"cols,omitempty"`
 	Rows int `json:"rows,omitempty"`
+	// MemoryMax (bytes) and CPUWeight (1 to 10000, 100 is every unit's
+	// share) bound the session's own cgroup; zero takes the config's
+	// session_memory_max and session_cpu_weight. They need a systemd user
+	// manager: a daemon that forks its workers refuses them
+	// (invalid_params).
+	MemoryMax int64 `json:"memory_max,omitempty"`
+	CPUWeight int   `json:"cpu_weight,omitempty"`
 }
 
 // SessionStatus is everything about one session (agent.status, and the
@@ -80,6 +87,11 @@ type SessionStatus struct {
 	// SilentMS is how long the session's worker has not answered, in
 	// milliseconds; set only with status unresponsive.
 	SilentMS int64 `json:"silent_ms,omitempty"`
+	// Launcher is how the live worker was started: "systemd" (a user unit
+	// of its own, named in Unit) or "fork" (a child of agentd, in its
+	// cgroup and under its restrictions); empty once the session ended.
+	Launcher string `json:"launcher,omitempty"`
+	Unit     string `json:"unit,omitempty"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.
