@@ -56,7 +56,9 @@
 //     secret). Without it, permission_denied: otherwise any program of the
 //     user could take a session's asks. A cc_session_id from a caller
 //     that claims no session is denied outright: the id would otherwise
-//     be bound with no proof and take the pushes and asks for it.
+//     be bound with no proof and take the pushes and asks for it. The
+//     daemon's mayBind also refuses a cc_session_id that is another
+//     session's name (find falls back from names to cc ids).
 //   - channel.reply is accepted only from the listener holding the channel
 //     the ask went to; another connection's reply is permission_denied and
 //     leaves the ask waiting.

@@ -10,6 +10,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentd/agentd/internal/rpc"
@@ -81,7 +82,18 @@ func (d *Daemon) registerChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	mayBind := func(name string) error { return d.vouch(ctx, name, call.Conn.Peer, p.SessionToken) }
+	mayBind := func(name string) error {
+		// A push or an ask to --session X finds a channel by cc_session_id
+		// when no channel is bound to a session named X: a cc_session_id
+		// that is another session's name would take that session's
+		// messages, so it is refused whoever vouches for the caller.
+		if cc := p.CCSessionID; cc != "" && cc != name {
+			if _, err := d.sessions.Status(ctx, cc); err == nil {
+				return fmt.Errorf("cc_session_id %q is the name of another session, whose pushes and asks the channel would take; give the agent's own session id", cc)
+			}
+		}
+		return d.vouch(ctx, name, call.Conn.Peer, p.SessionToken)
+	}
 	reg := channel.Registration{ID: p.ChannelID, Session: p.Session, CCSessionID: p.CCSessionID, Description: p.Description}
 	res, first, err := d.channels.Register(call.Conn, reg, func() string { return sessionOfProcess(call.Conn.Peer.PID) }, mayBind)
 	if err != nil {
