@@ -285,6 +285,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		AskTimeout: s.AskTimeout.D(), AskIdle: s.AskIdle.D(), LockTimeout: s.LockTimeout.D(),
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
+		Desktops: s.Desktops, MaxDesktops: s.MaxDesktops, DesktopIdleTimeout: s.DesktopIdle.D(),
 	}
 }
 

@@ -50,6 +50,9 @@ type Settings struct {
 	RecordScreen    bool     `toml:"record_screen" doc:"keep every act batch's observation beside the audit log for agentctl record --screen" live:"true"`
 	RecordScreenCap int64    `toml:"record_screen_cap" doc:"bytes of kept observations; the oldest go first" live:"false"`
 	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once in large requests and answers, across connections; past it they are answered busy" live:"false"`
+	Desktops        bool     `toml:"desktops" doc:"let agents have X desktops of their own (agentctl desktop new, spawn --desktop); acting on them needs no allow_act" live:"true"`
+	MaxDesktops     int      `toml:"max_desktops" doc:"most desktops running at once; more are answered busy" live:"true"`
+	DesktopIdle     Duration `toml:"desktop_idle_timeout" doc:"remove a desktop unused for this long with no live session on it (\"0s\": never)" live:"true"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -69,6 +72,8 @@ func Defaults() Settings {
 		AuditLogCap:     16 << 20,
 		MemoryBudget:    256 << 20,
 		RecordScreenCap: 256 << 20,
+		MaxDesktops:     8,
+		DesktopIdle:     Duration(time.Hour),
 	}
 }
 
@@ -407,6 +412,7 @@ func validate(path string, data []byte, l *Loaded) error {
 		"max_connections": int64(s.MaxConnections), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
 		"ask_timeout": int64(s.AskTimeout), "ask_idle": int64(s.AskIdle), "lock_timeout": int64(s.LockTimeout),
 		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap, "record_screen_cap": s.RecordScreenCap,
+		"max_desktops": int64(s.MaxDesktops),
 	}
 	for _, f := range Fields() {
 		if v, ok := positive[f.Key]; ok && v <= 0 {
@@ -423,6 +429,9 @@ func validate(path string, data []byte, l *Loaded) error {
 			return fmt.Errorf("%s: %s %s is under a second, which would cut off healthy clients; give at least \"1s\" (the default is %s)",
 				where(t.key), t.key, t.v.D(), map[string]string{"write_timeout": `"30s"`, "idle_timeout": `"5m0s"`}[t.key])
 		}
+	}
+	if s.DesktopIdle < 0 {
+		return fmt.Errorf("%s: desktop_idle_timeout %s is negative; give \"0s\" (never) or a duration such as \"1h\"", where("desktop_idle_timeout"), s.DesktopIdle.D())
 	}
 	// One frame must fit, or the largest requests could never pass.
 	if s.MemoryBudget < MinMemoryBudget {

@@ -59,6 +59,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		WriteTimeout: Duration(7 * time.Second), IdleTimeout: Duration(3 * time.Minute),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
+		Desktops: true, MaxDesktops: 3, DesktopIdle: Duration(10 * time.Minute),
 	}
 	var b strings.Builder
 	for _, f := range Fields() {

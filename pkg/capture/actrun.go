@@ -69,7 +69,7 @@ type ActResult struct {
 func (s *Screen) Act(ctx context.Context, req ActRequest) (*ActResult, error) {
 	start := time.Now()
 	res := &ActResult{}
-	rec := AuditRecord{Time: start, Caller: req.Caller}
+	rec := AuditRecord{Time: start, Caller: req.Caller, Desktop: s.desktop}
 	err := s.act(ctx, req, res, &rec)
 	res.Duration = time.Since(start)
 	res.Outcome = outcome(err)
@@ -121,6 +121,9 @@ func outcome(err error) string {
 
 func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *AuditRecord) error {
 	if !s.AllowAct() {
+		if s.refusal != "" {
+			return fmt.Errorf("%w: %s", ErrRefused, s.refusal)
+		}
 		return fmt.Errorf("%w: acting is disabled; start agentd with --allow-act or set allow_act = true in config.toml", ErrRefused)
 	}
 	x, err := s.conn()
@@ -149,7 +152,7 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	res.Budget = batch.Budget()
 	timeout := req.LockTimeout
 	if timeout == 0 {
-		timeout = time.Duration(s.lockTimeout.Load())
+		timeout = s.lockWait()
 	}
 	if err := s.desk.acquire(ctx, req.Caller, max(timeout, 0)); err != nil {
 		return err
@@ -228,6 +231,23 @@ func (m *pointerMark) is(p image.Point) bool {
 	return m.valid && m.at == p
 }
 
+// cornered reports whether the person pushed the pointer into a corner of
+// this (the person's) screen: the kill switch, as the desktops' batches
+// check it. It does not connect; without a connection it is false.
+func (s *Screen) cornered() bool {
+	x, _ := s.current()
+	if x == nil || x.enter() != nil {
+		return false
+	}
+	defer x.leave()
+	r, err := x.screenRect()
+	if err != nil {
+		return false
+	}
+	p, _, err := x.pointer()
+	return err == nil && inCorner(p, r) && !s.placed.is(p)
+}
+
 // inCorner reports whether p is within cornerMargin of a corner of r.
 func inCorner(p image.Point, r image.Rectangle) bool {
 	nearX := p.X-r.Min.X <= cornerMargin || r.Max.X-1-p.X <= cornerMargin
@@ -238,6 +258,15 @@ func inCorner(p image.Point, r image.Rectangle) bool {
 // killSwitch returns ErrRefused when the person pushed the pointer into a
 // corner.
 func (r *batchRun) killSwitch(where string) error {
+	if r.s.person != nil {
+		// An agent's desktop has no person's hand on it: the switch is
+		// the person's screen's.
+		if r.s.person.cornered() {
+			return fmt.Errorf("%w: the kill switch stopped the batch on desktop %s %s: the pointer was pushed into a corner of the person's screen; move it away from the corners to act again",
+				ErrRefused, r.s.desktop, where)
+		}
+		return nil
+	}
 	p, _, err := r.x.pointer()
 	if err != nil {
 		return err

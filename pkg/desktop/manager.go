@@ -482,3 +482,35 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.log.Info().Str("desktop", name).Msg("desktop removed")
 	return nil
 }
+
+// usersDir holds one empty file per session started on the desktop, so
+// that who uses it survives the daemon (idle desktops with a live session
+// are kept).
+const usersDir = "sessions"
+
+// AddUser records that a session was started on the desktop.
+func (m *Manager) AddUser(name, session string) {
+	if ValidateName(name) != nil || !namePattern.MatchString(session) {
+		return
+	}
+	dir := filepath.Join(m.path(name), usersDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	if f, err := os.OpenFile(filepath.Join(dir, session), os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600); err == nil {
+		f.Close()
+	}
+}
+
+// Users lists the sessions started on the desktop (AddUser).
+func (m *Manager) Users(name string) []string {
+	if ValidateName(name) != nil {
+		return nil
+	}
+	ents, _ := os.ReadDir(filepath.Join(m.path(name), usersDir))
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
