@@ -22,10 +22,11 @@ import (
 )
 
 func spawnVerb() verb {
-	var cwd, size string
+	var cwd, size, desk string
 	var envs []string
+	var keepDesk bool
 	return verb{
-		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--desktop NAME|new [--keep-desktop]] -- COMMAND [ARGS...]", summary: "start a program in a new session",
 		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
 			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
 			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.",
@@ -35,6 +36,7 @@ func spawnVerb() verb {
 			fs.StringVar(&cwd, "cwd", "", "working directory (default: the current one)")
 			fs.StringArrayVar(&envs, "env", nil, "K=V, repeatable")
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
+			spawnDesktopFlags(fs, &desk, &keepDesk)
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			pos, command := splitDash(e.cmd, args)
@@ -45,7 +47,7 @@ func spawnVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
+			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir, Desktop: desk, KeepDesktop: keepDesk}
 			if size != "" {
 				if p.Cols, p.Rows, err = parseSize(size); err != nil {
 					return nil, err

@@ -330,6 +330,9 @@ func (d *Daemon) desktopClip(ctx context.Context, call *Call) (any, error) {
 // and unset, and undo, which removes a desktop made here when the spawn
 // fails.
 func (d *Daemon) desktopForSpawn(ctx context.Context, target, sessionName string, keep bool) (set, unset []string, undo func(), err error) {
+	if keep && target != "new" {
+		return nil, nil, nil, wire.Errorf(wire.CodeInvalidParams, "keep_desktop applies to desktop \"new\" only: a desktop named %q is kept anyway", target)
+	}
 	if !d.live.Load().Desktops {
 		return nil, nil, nil, errDesktopsOff
 	}
