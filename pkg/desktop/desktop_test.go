@@ -208,7 +208,8 @@ func TestCollisionIsRetried(t *testing.T) {
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	// SIGTERM: a killed server would leave its socket and lock behind.
+	t.Cleanup(func() { other.Process.Signal(syscall.SIGTERM); other.Wait() })
 	await(t, "the other server", 10*time.Second, func() bool { return probe(1390, nil, time.Second) == nil })
 	xvfb, _ := exec.LookPath("Xvfb")
 	w := &worker{spec: workerSpec{Dir: t.TempDir(), Candidates: []int{1390, 1391}, Server: xvfb, Timeout: 10 * time.Second, Grace: time.Second},
