@@ -98,12 +98,14 @@ func (d *Daemon) sweepDesktops(ctx context.Context) {
 	h.mgr.SetMax(c.MaxDesktops)
 	for _, dk := range h.mgr.List() {
 		switch {
-		case dk.Status == desktop.StatusDead:
-			h.drop(dk.Name)
 		case dk.Session != "" && !dk.Keep && d.sessionEnded(ctx, dk.Session):
-			if err := d.removeDesktop(ctx, dk.Name, true); err == nil {
+			if err := d.removeDesktop(ctx, dk.Name, true); err != nil {
+				d.log.Warn().Err(err).Str("desktop", dk.Name).Str("session", dk.Session).Msg("removing the desktop of an ended session")
+			} else {
 				d.log.Info().Str("desktop", dk.Name).Str("session", dk.Session).Msg("desktop removed with its session")
 			}
+		case dk.Status == desktop.StatusDead:
+			h.drop(dk.Name)
 		case c.DesktopIdleTimeout > 0 && h.idleFor(dk.Name, dk.CreatedAt) > c.DesktopIdleTimeout && !d.desktopInUse(ctx, dk.Name):
 			if err := d.removeDesktop(ctx, dk.Name, false); err == nil {
 				d.log.Info().Str("desktop", dk.Name).Dur("idle_timeout", c.DesktopIdleTimeout).Msg("idle desktop removed")

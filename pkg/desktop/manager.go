@@ -413,6 +413,23 @@ func (m *Manager) judge(d *Desktop) {
 // markDead ends what is left of a desktop's group, cleans its files and
 // records it dead.
 func (m *Manager) markDead(d *Desktop, reason string) {
+	// A removal in progress owns the desktop: a dead mark written into
+	// its directory while it is being deleted would bring it back.
+	m.mu.Lock()
+	if m.removing[d.Name] || m.starting[d.Name] {
+		m.mu.Unlock()
+		return
+	}
+	m.removing[d.Name] = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.removing, d.Name)
+		m.mu.Unlock()
+	}()
+	if _, err := os.Stat(filepath.Join(m.path(d.Name), manifestName)); err != nil {
+		return // removed meanwhile
+	}
 	endGroup(d.Worker.PID, []member{d.Worker, d.Server, d.WindowManager, d.DBus}, m.opts.StopGrace)
 	m.clean(d)
 	d.Status, d.Reason = StatusDead, reason
@@ -451,13 +468,26 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	if m.starting[name] || m.removing[name] {
+	// A removal waits for a dead mark being written (markDead holds the
+	// name briefly); a start of the name is refused.
+	for {
+		m.mu.Lock()
+		if m.starting[name] {
+			m.mu.Unlock()
+			return errorf(ErrExists, "desktop %q is being started; try again in a moment", name)
+		}
+		if !m.removing[name] {
+			m.removing[name] = true
+			m.mu.Unlock()
+			break
+		}
 		m.mu.Unlock()
-		return errorf(ErrExists, "desktop %q is being started or removed; try again in a moment", name)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	m.removing[name] = true
-	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
 		delete(m.removing, name)
