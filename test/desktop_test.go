@@ -206,10 +206,12 @@ func TestTwoDesktopsTakeBatchesAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			start := time.Now()
 			out, errOut, code := h.agentctl(c.batch, "act", "--desktop", c.desk, "-")
 			if code != 0 {
 				errs[i] = fmt.Sprintf("act on %s: exit %d %s %s", c.desk, code, out, errOut)
 			}
+			t.Logf("typing on %s took %s", c.desk, time.Since(start).Round(time.Millisecond))
 		}()
 	}
 	wg.Wait()
