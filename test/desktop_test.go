@@ -473,3 +473,54 @@ func TestKillSwitchStopsDesktopBatches(t *testing.T) {
 	person.Command("xdotool", "mousemove", "500", "400").Run()
 	h.ctl(0, "act", "--desktop", "ks", `[{"kind":"move","x":20,"y":20}]`)
 }
+
+// TestDesktopRmWhileABatchRuns: rm is refused (busy, naming --force) while
+// a batch runs on the desktop; --force removes it at once and the batch
+// ends saying the desktop was removed.
+func TestDesktopRmWhileABatchRuns(t *testing.T) {
+	needDesktopTools(t)
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	h.cleanDesktops()
+	h.newDesktop("rb", "--wm", "none")
+	type res struct {
+		errOut string
+		code   int
+	}
+	done := make(chan res, 1)
+	go func() {
+		_, errOut, code := h.agentctl("", "act", "--desktop", "rb", `[{"kind":"wait","ms":5000},{"kind":"wait","ms":5000}]`)
+		done <- res{errOut, code}
+	}()
+	await(t, 10*time.Second, "the batch to hold rb", func() bool { d, _ := h.desktop("rb"); return d.Acting })
+	if _, errOut, code := h.agentctl("", "desktop", "rm", "rb"); code != 18 || !strings.Contains(errOut, "--force") {
+		t.Errorf("rm while a batch runs: exit %d %q, want 18 naming --force", code, errOut)
+	}
+	start := time.Now()
+	h.ctl(0, "desktop", "rm", "--force", "rb")
+	r := <-done
+	if took := time.Since(start); r.code != 24 || !strings.Contains(r.errOut, "desktop rb was removed") {
+		t.Errorf("the batch on a desktop removed with --force: exit %d %q after %s, want 24 saying it was removed", r.code, r.errOut, took)
+	}
+	if _, ok := h.desktop("rb"); ok {
+		t.Error("rb still listed")
+	}
+}
+
+// TestIdleDesktopIsRemoved: a desktop unused for desktop_idle_timeout is
+// removed; one with a live session started on it is kept.
+func TestIdleDesktopIsRemoved(t *testing.T) {
+	needDesktopTools(t)
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none", "--desktop-idle-timeout", "1s"})
+	h.cleanDesktops()
+	h.newDesktop("idle", "--wm", "none")
+	h.newDesktop("used", "--wm", "none")
+	h.ctl(0, "spawn", "u", "--desktop", "used", "--", "sleep", "600")
+	await(t, 15*time.Second, "the idle desktop to be removed", func() bool { _, ok := h.desktop("idle"); return !ok })
+	if d, ok := h.desktop("used"); !ok || d.Status != wire.DesktopRunning {
+		t.Errorf("the desktop with a live session: %+v %v, want kept", d, ok)
+	}
+}

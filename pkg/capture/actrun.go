@@ -154,12 +154,20 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	if timeout == 0 {
 		timeout = s.lockWait()
 	}
-	if err := s.desk.acquire(ctx, req.Caller, max(timeout, 0)); err != nil {
+	// The batch (and its wait for the lock) ends when the Screen closes.
+	lctx, endLocked := context.WithCancelCause(ctx)
+	defer endLocked(nil)
+	stopWatch := context.AfterFunc(s.life, func() { endLocked(errScreenClosed) })
+	defer stopWatch()
+	if err := s.desk.acquire(lctx, req.Caller, max(timeout, 0)); err != nil {
+		if errors.Is(context.Cause(lctx), errScreenClosed) {
+			return fmt.Errorf("%w: %s while the batch waited for it", ErrUnavailable, s.closedWhy())
+		}
 		return err
 	}
 	defer s.desk.release()
 
-	bctx, cancel := context.WithTimeoutCause(ctx, res.Budget, errBudget)
+	bctx, cancel := context.WithTimeoutCause(lctx, res.Budget, errBudget)
 	defer cancel()
 	defer x.guard(bctx, hungGrace)()
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
@@ -194,6 +202,14 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 }
 
 var errBudget = errors.New("time budget exceeded")
+
+// closedWhy says why a closed Screen stopped a batch.
+func (s *Screen) closedWhy() string {
+	if s.desktop != "" {
+		return fmt.Sprintf("desktop %s was removed", s.desktop)
+	}
+	return "the screen was closed"
+}
 
 // hungGrace is how long past its budget a batch waits for an X server that
 // does not answer before the connection is killed (see xconn.guard); the
@@ -290,6 +306,9 @@ func (r *batchRun) stop(where string) error {
 func (r *batchRun) explain(err error) error {
 	if errors.Is(r.x.sock.Err(), errXHung) {
 		return fmt.Errorf("%w: the X server at DISPLAY %s stopped answering during action %d; the connection is replaced", ErrTimeout, r.x.display, r.number)
+	}
+	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errScreenClosed) {
+		return fmt.Errorf("%w: %s during action %d", ErrUnavailable, r.s.closedWhy(), r.number)
 	}
 	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errBudget) {
 		return fmt.Errorf("%w: the batch ran past its time budget at action %d; split it into smaller batches", ErrTimeout, r.number)

@@ -109,7 +109,14 @@ type Screen struct {
 	clipC  *clipboard
 	// refusal is why Act is refused while acting is off.
 	refusal string
+	// life ends when the Screen closes: batches running or queued end
+	// with it (a desktop removed with --force), instead of holding Close.
+	life    context.Context
+	endLife context.CancelFunc
 }
+
+// errScreenClosed is why a batch ended when its Screen closed.
+var errScreenClosed = errors.New("the screen was closed")
 
 // Desktop returns a Screen for one of the agents' desktops: its own X
 // connection, batch lock, typing bindings and observation memory, so
@@ -133,6 +140,7 @@ func (s *Screen) Desktop(o DesktopOptions) *Screen {
 		refusal: "acting on desktops is disabled; set desktops = true in config.toml or start agentd with --desktops",
 		recDir:  o.RecordDir,
 	}
+	d.life, d.endLife = context.WithCancel(context.Background())
 	d.allowAct.Store(o.AllowAct)
 	return d
 }
@@ -166,6 +174,7 @@ func New(opts Options) (*Screen, error) {
 		lastObs: make(map[string]uint64),
 		changed: make(chan struct{}),
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.allowAct.Store(opts.AllowAct)
 	s.SetLockTimeout(0)
 	quietXGB(s.log)
@@ -212,6 +221,7 @@ func (s *Screen) AllowAct() bool { return s.allowAct.Load() }
 // Close releases the X connection and its shared memory and closes the
 // audit log. Later calls return ErrUnavailable.
 func (s *Screen) Close() error {
+	s.endLife()
 	s.mu.Lock()
 	x := s.x
 	s.x = nil
