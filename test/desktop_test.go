@@ -524,3 +524,26 @@ func TestIdleDesktopIsRemoved(t *testing.T) {
 		t.Errorf("the desktop with a live session: %+v %v, want kept", d, ok)
 	}
 }
+
+// TestScreenRecordPerDesktop: a desktop's batches and their observations
+// make its own screen record; the person's holds none of them.
+func TestScreenRecordPerDesktop(t *testing.T) {
+	needDesktopTools(t)
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none", "--record-screen"})
+	h.cleanDesktops()
+	h.newDesktop("rec", "--wm", "none", "--size", "640x480")
+	h.ctl(0, "act", "--desktop", "rec", `[{"kind":"move","x":10,"y":10}]`)
+	h.ctl(0, "act", "--desktop", "rec", `[{"kind":"move","x":20,"y":20}]`)
+	var r wire.RecordScreenResult
+	dir := filepath.Join(t.TempDir(), "rec")
+	json.Unmarshal([]byte(h.ctl(0, "--json", "record", "--screen", "--desktop", "rec", "-o", dir)), &struct{ Result *wire.RecordScreenResult }{&r})
+	if r.Batches != 2 || r.Images != 2 {
+		t.Errorf("the desktop's record: %+v, want 2 batches with 2 images", r)
+	}
+	json.Unmarshal([]byte(h.ctl(0, "--json", "record", "--screen", "-o", filepath.Join(t.TempDir(), "person"))), &struct{ Result *wire.RecordScreenResult }{&r})
+	if r.Batches != 0 {
+		t.Errorf("the person's record holds %d batches of the desktop's", r.Batches)
+	}
+}
