@@ -359,15 +359,24 @@ func (m *Manager) Get(name string) (*Desktop, error) {
 // (Sweep); one whose server accepts but does not answer is reported
 // unresponsive.
 func (m *Manager) List() []Desktop {
-	var out []Desktop
+	var ds []*Desktop
 	for _, n := range m.names() {
-		d, err := readManifest(m.path(n))
-		if err != nil {
-			continue // starting: no manifest yet
+		if d, err := readManifest(m.path(n)); err == nil { // none yet: starting
+			ds = append(ds, d)
 		}
+	}
+	// Probes run side by side: a hung server costs its probe's timeout
+	// once, not once per desktop.
+	var wg sync.WaitGroup
+	for _, d := range ds {
 		if d.Status == StatusRunning {
-			m.judge(d)
+			wg.Add(1)
+			go func() { defer wg.Done(); m.judge(d) }()
 		}
+	}
+	wg.Wait()
+	out := make([]Desktop, 0, len(ds))
+	for _, d := range ds {
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b Desktop) int { return a.CreatedAt.Compare(b.CreatedAt) })
