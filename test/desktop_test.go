@@ -73,8 +73,11 @@ func (h *home) cleanDesktops() {
 		for _, m := range dirs {
 			var man struct{ Worker struct{ PID int } }
 			b, _ := os.ReadFile(m)
-			if json.Unmarshal(b, &man) == nil && man.Worker.PID > 0 {
-				syscall.Kill(-man.Worker.PID, syscall.SIGTERM)
+			if json.Unmarshal(b, &man) == nil && man.Worker.PID > 0 && syscall.Kill(-man.Worker.PID, syscall.SIGTERM) == nil {
+				// Wait for the group: its worker cleans up in the
+				// directory the test's TempDir removes next.
+				pgid := man.Worker.PID
+				await(h.t, 10*time.Second, "a desktop's processes to end", func() bool { return syscall.Kill(-pgid, 0) != nil })
 			}
 		}
 	})

@@ -240,6 +240,7 @@ func (d *Daemon) newDesktop(ctx context.Context, p wire.DesktopNewParams, forSes
 	if !d.live.Load().Desktops {
 		return nil, errDesktopsOff
 	}
+	d.desktops.mgr.SetMax(d.live.Load().MaxDesktops) // a reload since the last sweep
 	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Session: forSession, Keep: keep}
 	if p.Size != "" {
 		w, h, err := desktop.ParseSize(p.Size)
