@@ -24,6 +24,10 @@ const desktopSweep = 2 * time.Second
 // first use). Lock order: mu alone; no I/O under it.
 type desktopHub struct {
 	mgr *desktop.Manager
+	// life ends when the daemon stops serving desktops: the root of the
+	// desktops' Screens' Run, which no request owns (as session.Manager's
+	// life is for its heartbeats).
+	life context.Context
 
 	mu      sync.Mutex
 	screens map[string]*deskScreen
@@ -63,7 +67,7 @@ func (d *Daemon) startDesktops(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	d.desktops = &desktopHub{mgr: mgr, screens: map[string]*deskScreen{}}
+	d.desktops = &desktopHub{mgr: mgr, life: ctx, screens: map[string]*deskScreen{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -203,7 +207,7 @@ func (d *Daemon) screenOf(target string) (Screen, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(h.life)
 	done := make(chan struct{})
 	go func() { defer close(done); scr.Run(ctx) }()
 	h.screens[target] = &deskScreen{scr: scr, lastUse: time.Now(), stop: func() { cancel(); <-done; scr.Close() }}
