@@ -296,3 +296,31 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("unknown desktop: %v", err)
 	}
 }
+
+// TestHalfStartedRemainsAreReaped: the directory of a start that died
+// before its manifest is removed once older than any start, unless a
+// process is still its worker.
+func TestHalfStartedRemainsAreReaped(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, 1420, 1429, func(o *Options) { o.StartTimeout = time.Second; o.StopGrace = time.Second })
+	old := time.Now().Add(-time.Hour)
+	for _, n := range []string{"dead1", "live1"} {
+		os.Mkdir(m.path(n), 0o700)
+		os.WriteFile(filepath.Join(m.path(n), "worker.log"), nil, 0o600)
+		os.Chtimes(m.path(n), old, old)
+	}
+	// A process standing for live1's worker.
+	w := exec.Command("sleep", "600")
+	w.Env = append(os.Environ(), "AGENTD_DESKTOP_DIR="+m.path("live1"))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { w.Process.Kill(); w.Wait() }()
+	m.List()
+	if _, err := os.Lstat(m.path("dead1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dead1's remains are still there: %v", err)
+	}
+	if _, err := os.Lstat(m.path("live1")); err != nil {
+		t.Errorf("live1, whose worker runs, was removed: %v", err)
+	}
+}

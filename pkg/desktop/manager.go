@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -361,8 +362,13 @@ func (m *Manager) Get(name string) (*Desktop, error) {
 func (m *Manager) List() []Desktop {
 	var ds []*Desktop
 	for _, n := range m.names() {
-		if d, err := readManifest(m.path(n)); err == nil { // none yet: starting
+		d, err := readManifest(m.path(n))
+		if err == nil {
 			ds = append(ds, d)
+			continue
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			m.reapHalfStarted(n)
 		}
 	}
 	// Probes run side by side: a hung server costs its probe's timeout
@@ -381,6 +387,44 @@ func (m *Manager) List() []Desktop {
 	}
 	slices.SortFunc(out, func(a, b Desktop) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out
+}
+
+// reapHalfStarted removes the directory of a start that died before its
+// worker wrote a manifest (agentd and the worker killed together): no
+// start of it runs here, it is older than any start can take, and no
+// process is its worker (the worker's environment names its directory).
+func (m *Manager) reapHalfStarted(name string) {
+	m.mu.Lock()
+	busy := m.starting[name] || m.removing[name]
+	m.mu.Unlock()
+	dir := m.path(name)
+	st, err := os.Stat(dir)
+	if busy || err != nil || time.Since(st.ModTime()) < m.opts.StartTimeout+m.opts.StopGrace+10*time.Second {
+		return
+	}
+	if workerOf(dir) {
+		return
+	}
+	if err := os.RemoveAll(dir); err == nil {
+		m.log.Info().Str("desktop", name).Msg("removed the remains of a desktop whose start died")
+	}
+}
+
+// workerOf reports whether a process runs with AGENTD_DESKTOP_DIR=dir in
+// its environment.
+func workerOf(dir string) bool {
+	want := []byte("AGENTD_DESKTOP_DIR=" + dir + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && bytes.Contains(append(env, 0), want) {
+			return true
+		}
+	}
+	return false
 }
 
 // judge probes a running desktop and settles it: dead when nothing of it
