@@ -394,6 +394,20 @@ func TestDesktopClipboard(t *testing.T) {
 	if out, err := tk.Output(); err != nil || string(out) != text {
 		t.Errorf("Tk pasted %q (%v), want %q", out, err, text)
 	}
+	// And the other way: what a Tk program copies, agentctl reads.
+	owner := exec.Command("python3", "-c", "import tkinter, sys\nr=tkinter.Tk()\nr.clipboard_clear()\nr.clipboard_append('copied by tk ✓')\nr.update()\nprint('ready', flush=True)\nr.mainloop()")
+	owner.Env = append(os.Environ(), "DISPLAY="+dk.Display, "XAUTHORITY="+dk.Authority)
+	ready, _ := owner.StdoutPipe()
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { owner.Process.Kill(); owner.Wait() }()
+	if _, err := ready.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if out := h.ctl(0, "desktop", "clip", "cb", "get"); out != "copied by tk ✓" {
+		t.Errorf("clip get of what Tk copied: %q", out)
+	}
 	big := strings.Repeat("x", wire.MaxClipBytes+1)
 	if _, errOut, code := h.agentctl(big, "desktop", "clip", "cb", "set", "-"); code != 2 || !strings.Contains(errOut, "64 KiB") {
 		t.Errorf("65537 bytes: exit %d %q, want 2 naming 64 KiB", code, errOut)
