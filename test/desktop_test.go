@@ -456,8 +456,11 @@ func TestDesktopBadInput(t *testing.T) {
 	// Desktops disabled: refused, saying how to enable them.
 	h2 := newHome(t)
 	h2.startDaemon([]string{"--display", "none"})
-	if _, errOut, code := h2.agentctl("", "desktop", "new"); code != 22 || !strings.Contains(errOut, "desktops = true") {
-		t.Errorf("desktops disabled: exit %d %q, want 22 saying desktops = true", code, errOut)
+	for _, args := range [][]string{{"desktop", "new"}, {"act", "--desktop", "d", `[{"kind":"move","x":1,"y":1}]`},
+		{"screenshot", "--desktop", "d", "-o", "-"}, {"spawn", "s", "--desktop", "new", "--", "true"}} {
+		if _, errOut, code := h2.agentctl("", args...); code != 22 || !strings.Contains(errOut, "desktops = true") {
+			t.Errorf("agentctl %s with desktops disabled: exit %d %q, want 22 saying desktops = true", strings.Join(args, " "), code, errOut)
+		}
 	}
 	// Xvfb missing: the error names the package.
 	h3 := newHome(t)
