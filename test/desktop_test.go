@@ -5,6 +5,7 @@ import (
 	"fmt"
 	img "image"
 	"image/png"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,9 +65,26 @@ func (h *home) newDesktop(args ...string) wire.DesktopRow {
 // back to the manifests' process groups when the daemon is gone.
 func (h *home) cleanDesktops() {
 	h.t.Cleanup(func() {
+		var displays []string
 		if h.hello() == nil {
 			for _, d := range h.desktops() {
 				h.agentctl("", "desktop", "rm", "--force", d.Name)
+				displays = append(displays, strings.TrimPrefix(d.Display, ":"))
+			}
+		}
+		// What rm ended must leave nothing in /tmp: no dead socket, no
+		// lock naming a dead server (a live one is a parallel test's new
+		// desktop that took the number since).
+		for _, n := range displays {
+			if c, err := net.Dial("unix", "/tmp/.X11-unix/X"+n); err == nil {
+				c.Close()
+			} else if _, serr := os.Lstat("/tmp/.X11-unix/X" + n); serr == nil {
+				h.t.Errorf("a dead X socket /tmp/.X11-unix/X%s is left after desktop rm", n)
+			}
+			if b, err := os.ReadFile("/tmp/.X" + n + "-lock"); err == nil {
+				if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); !alive(pid) {
+					h.t.Errorf("/tmp/.X%s-lock of a dead server is left after desktop rm", n)
+				}
 			}
 		}
 		dirs, _ := filepath.Glob(filepath.Join(h.state, "agentd", "desktops", "*", "manifest.json"))
