@@ -468,6 +468,10 @@ func TestDesktopBadInput(t *testing.T) {
 			t.Errorf("agentctl %s: exit %d %q, want %d with %q", strings.Join(c.args, " "), code, errOut, c.code, c.want)
 		}
 	}
+	// A spawn that fails takes the desktop it made with it.
+	if _, errOut, code := h.agentctl("", "spawn", "nope", "--desktop", "new", "--", "/nonexistent/program"); code != 14 {
+		t.Errorf("spawn of a missing program on a new desktop: exit %d %q, want 14", code, errOut)
+	}
 	if ls := h.desktops(); len(ls) != 1 {
 		t.Errorf("after the bad input: %+v, want only the one desktop", ls)
 	}
