@@ -113,6 +113,9 @@ func (e *env) doctor(ctx context.Context) *doctorResult {
 		add(c)
 	}
 	add(checkFreeSpace(stateDir))
+	for _, c := range checkDesktops() {
+		add(c)
+	}
 	for _, c := range checkMCPConfig() {
 		add(c)
 	}

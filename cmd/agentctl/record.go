@@ -37,8 +37,9 @@ func recordVerb() verb {
 	var out, since, until string
 	var idle time.Duration
 	var input, force, follow, screen bool
+	var desk string
 	return verb{
-		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force] | record --screen -o DIR",
+		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force] | record --screen [--desktop NAME] -o DIR",
 		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
 		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +
 			"asciinema and its web player play. Output and resizes are recorded; asks are markers named by\n" +
@@ -61,6 +62,7 @@ func recordVerb() verb {
 			fs.BoolVar(&force, "force", false, "replace an existing file")
 			fs.BoolVarP(&follow, "follow", "f", false, "go on recording live until the session ends")
 			fs.BoolVar(&screen, "screen", false, "record the screen's act batches to the directory -o names")
+			desktopFlag(fs, &desk)
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			now := time.Now()
@@ -73,7 +75,10 @@ func recordVerb() verb {
 				return nil, err
 			}
 			if screen {
-				return recordScreen(ctx, e, args, out, from, to, force)
+				return recordScreen(ctx, e, args, out, from, to, force, desk)
+			}
+			if desk != "" {
+				return nil, usagef("--desktop goes with --screen: a session's recording is its terminal")
 			}
 			if len(args) != 1 {
 				return nil, usagef("record needs a session NAME, or --screen; see agentctl record --help")
@@ -130,7 +135,7 @@ func recordVerb() verb {
 }
 
 // recordScreen asks agentd for the screen record in the directory out.
-func recordScreen(ctx context.Context, e *env, args []string, out string, from, to time.Time, force bool) (any, error) {
+func recordScreen(ctx context.Context, e *env, args []string, out string, from, to time.Time, force bool, desk string) (any, error) {
 	if len(args) > 0 {
 		return nil, usagef("record --screen takes no session name: it records the screen")
 	}
@@ -145,7 +150,7 @@ func recordScreen(ctx context.Context, e *env, args []string, out string, from, 
 	if err != nil {
 		return nil, err
 	}
-	return c.RecordScreen(ctx, wire.RecordScreenParams{Dir: dir, Since: from, Until: to, Overwrite: force})
+	return c.RecordScreen(ctx, wire.RecordScreenParams{Desktop: desk, Dir: dir, Since: from, Until: to, Overwrite: force})
 }
 
 // parseWhen reads a --since/--until value: empty, an RFC 3339 time, or a

@@ -75,7 +75,7 @@ func verbTable() []namedVerb {
 		{"spawn", spawnVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
 		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
-		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},
+		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb}, {"desktop", desktopVerb},
 		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
 		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb},
 	}, extraVerbs()...)

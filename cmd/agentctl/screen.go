@@ -23,8 +23,9 @@ func screenshotVerb() verb {
 	var out, region string
 	var monitor, maxWidth, jpeg int
 	var force bool
+	var desk string
 	return verb{
-		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY] [--force]",
+		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY] [--force] [--desktop NAME]",
 		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
 		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
 			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.\n" +
@@ -39,13 +40,14 @@ func screenshotVerb() verb {
 			fs.IntVar(&maxWidth, "max-width", -1, "scale down to at most this width")
 			fs.IntVar(&jpeg, "jpeg", 0, "JPEG with this quality (1-100) instead of PNG")
 			fs.BoolVar(&force, "force", false, "replace an existing file")
+			desktopFlag(fs, &desk)
 		},
 		flagComplete: map[string]completeKind{"output": completeFiles},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if out == "" {
 				return nil, usagef("screenshot needs -o FILE, or -o - for stdout; see agentctl screenshot --help")
 			}
-			var p wire.ScreenshotParams
+			p := wire.ScreenshotParams{Desktop: desk}
 			var err error
 			if region != "" {
 				if p.Region, err = parseRegion(region); err != nil {
@@ -127,11 +129,13 @@ func parseRegion(s string) (*wire.Region, error) {
 }
 
 func actVerb() verb {
+	var desk string
 	return verb{
-		use:     "act JSON|-",
+		use:     "act JSON|- [--desktop NAME]",
 		summary: "run an input batch: a JSON array of actions, or {actions, observe, settle_ms}; - reads stdin",
 		example: "  agentctl act '[{\"kind\":\"click\",\"x\":640,\"y\":400},{\"kind\":\"type\",\"text\":\"hello\\n\"}]'",
 		args:    exactArgs(1),
+		flags:   func(fs *pflag.FlagSet) { desktopFlag(fs, &desk) },
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			text, err := e.stdinText(args[0])
 			if err != nil {
@@ -140,6 +144,9 @@ func actVerb() verb {
 			p, err := parseBatch(text)
 			if err != nil {
 				return nil, err
+			}
+			if desk != "" {
+				p.Desktop = desk
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
@@ -188,18 +195,26 @@ func parseBatch(text string) (wire.ActParams, error) {
 }
 
 func screenVerb() verb {
+	var desk string
 	return verb{
-		use: "screen", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
+		use: "screen [--desktop NAME]", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
+		flags: func(fs *pflag.FlagSet) { desktopFlag(fs, &desk) },
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
+			}
+			if desk != "" {
+				return c.ScreenOf(ctx, wire.ScreenParams{Desktop: desk})
 			}
 			return c.Screen(ctx)
 		},
 		human: func(w io.Writer, r any) error {
 			s := r.(*wire.ScreenResult)
 			var b bytes.Buffer
+			if s.Desktop != "" {
+				fmt.Fprintf(&b, "desktop:     %s\n", s.Desktop)
+			}
 			fmt.Fprintf(&b, "display:     %s\n", s.Display)
 			if !s.Connected {
 				fmt.Fprintf(&b, "connected:   no (%s)\n", s.Reason)
@@ -213,6 +228,9 @@ func screenVerb() verb {
 				fmt.Fprintf(&b, "keyboard:    %s %s\n", s.KeyboardLayout, s.KeyboardVariant)
 			}
 			consent := "no (start agentd with --allow-act to allow it)"
+			if s.Desktop != "" {
+				consent = "no (set desktops = true in config.toml to allow it)"
+			}
 			if s.AllowAct {
 				consent = "yes"
 			}

@@ -22,11 +22,12 @@ import (
 )
 
 func spawnVerb() verb {
-	var cwd, size, memoryMax string
+	var cwd, size, memoryMax, desk string
 	var cpuWeight int
 	var envs []string
+	var keepDesk bool
 	return verb{
-		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] [--desktop NAME|new [--keep-desktop]] -- COMMAND [ARGS...]", summary: "start a program in a new session",
 		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
 			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
 			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.\n\n" +
@@ -40,6 +41,7 @@ func spawnVerb() verb {
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
 			fs.StringVar(&memoryMax, "memory-max", "", "memory the session may use, e.g. 4G or 512M (its unit's MemoryMax; needs a systemd user manager)")
 			fs.IntVar(&cpuWeight, "cpu-weight", 0, "the session's CPU share, 1 to 10000; 100 is every unit's (needs a systemd user manager)")
+			spawnDesktopFlags(fs, &desk, &keepDesk)
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			pos, command := splitDash(e.cmd, args)
@@ -50,7 +52,7 @@ func spawnVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir, CPUWeight: cpuWeight}
+			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir, CPUWeight: cpuWeight, Desktop: desk, KeepDesktop: keepDesk}
 			if memoryMax != "" {
 				if p.MemoryMax, err = parseBytes(memoryMax); err != nil {
 					return nil, usagef("--memory-max %q: %v", memoryMax, err)

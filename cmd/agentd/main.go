@@ -1,6 +1,7 @@
 // Command agentd is the per-user daemon that owns agent sessions and the X11
 // screen, serving them over a Unix socket. `agentd worker` is the
-// per-session worker mode of the same binary.
+// per-session worker mode of the same binary, `agentd desktop-worker` the
+// per-desktop one.
 package main
 
 import (

@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/internal/buildinfo"
 	"github.com/agentd/agentd/internal/config"
 	"github.com/agentd/agentd/pkg/daemon"
+	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -31,6 +32,7 @@ Usage:
   agentd --print-config   print the effective settings and where each came from
   agentd version          print the version and build
   agentd worker ...       a session's worker (started by agentd itself)
+  agentd desktop-worker   a desktop's worker (started by agentd itself)
 
 Every setting can be given in $XDG_CONFIG_HOME/agentd/config.toml (see
 config.example.toml); flags override the file. agentd reads the file again
@@ -53,6 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 			return 2
 		}
 		return session.RunWorker(ctx, args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == desktop.WorkerArg {
+		// A desktop's worker: started by the daemon, never by hand.
+		return desktop.RunWorker(ctx, args[1:], stderr)
 	}
 	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
 		if len(args) > 1 {
@@ -289,6 +295,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
 		SessionLauncher: s.SessionLauncher, SessionMemoryMax: s.SessionMemoryMax, SessionCPUWeight: s.SessionCPUWeight,
+		Desktops: s.Desktops, MaxDesktops: s.MaxDesktops, DesktopIdleTimeout: s.DesktopIdle.D(),
 	}
 }
 

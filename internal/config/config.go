@@ -53,9 +53,12 @@ type Settings struct {
 	MemoryBudget    int64    `toml:"memory_budget" doc:"bytes held at once for clients (requests, answers, channel queues), across connections; past it they are answered busy" live:"false"`
 	// The session keys: how workers start, and the limits of each
 	// session's own cgroup where the user manager gives it one.
-	SessionLauncher  string `toml:"session_launcher" doc:"how session workers start: auto (a systemd user unit each where a user manager answers, else forked), systemd or fork" live:"false"`
-	SessionMemoryMax int64  `toml:"session_memory_max" doc:"bytes of memory each session may use (its unit's MemoryMax); 0 is no limit; needs a user manager" live:"true"`
-	SessionCPUWeight int    `toml:"session_cpu_weight" doc:"each session's CPU share, 1 to 10000 (its unit's CPUWeight; 100 is every unit's); 0 leaves systemd's default; needs a user manager" live:"true"`
+	SessionLauncher  string   `toml:"session_launcher" doc:"how session workers start: auto (a systemd user unit each where a user manager answers, else forked), systemd or fork" live:"false"`
+	SessionMemoryMax int64    `toml:"session_memory_max" doc:"bytes of memory each session may use (its unit's MemoryMax); 0 is no limit; needs a user manager" live:"true"`
+	SessionCPUWeight int      `toml:"session_cpu_weight" doc:"each session's CPU share, 1 to 10000 (its unit's CPUWeight; 100 is every unit's); 0 leaves systemd's default; needs a user manager" live:"true"`
+	Desktops         bool     `toml:"desktops" doc:"let agents have X desktops of their own (agentctl desktop new, spawn --desktop); acting on them needs no allow_act" live:"true"`
+	MaxDesktops      int      `toml:"max_desktops" doc:"most desktops running at once; more are answered busy" live:"true"`
+	DesktopIdle      Duration `toml:"desktop_idle_timeout" doc:"remove a desktop unused for this long with no live session on it (\"0s\": never)" live:"true"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -77,6 +80,8 @@ func Defaults() Settings {
 		MemoryBudget:    256 << 20,
 		RecordScreenCap: 256 << 20,
 		SessionLauncher: LauncherAuto,
+		MaxDesktops:     8,
+		DesktopIdle:     Duration(time.Hour),
 	}
 }
 
@@ -422,6 +427,7 @@ func validate(path string, data []byte, l *Loaded) error {
 		"max_connections": int64(s.MaxConnections), "max_sessions": int64(s.MaxSessions), "read_timeout": int64(s.ReadTimeout), "shutdown_grace": int64(s.ShutdownGrace),
 		"ask_timeout": int64(s.AskTimeout), "ask_idle": int64(s.AskIdle), "lock_timeout": int64(s.LockTimeout),
 		"event_log_cap": s.EventLogCap, "channel_queue": int64(s.ChannelQueue), "audit_log_cap": s.AuditLogCap, "record_screen_cap": s.RecordScreenCap,
+		"max_desktops": int64(s.MaxDesktops),
 	}
 	for _, f := range Fields() {
 		if v, ok := positive[f.Key]; ok && v <= 0 {
@@ -438,6 +444,9 @@ func validate(path string, data []byte, l *Loaded) error {
 			return fmt.Errorf("%s: %s %s is under a second, which would cut off healthy clients; give at least \"1s\" (the default is %s)",
 				where(t.key), t.key, t.v.D(), map[string]string{"write_timeout": `"30s"`, "idle_timeout": `"5m0s"`}[t.key])
 		}
+	}
+	if s.DesktopIdle < 0 {
+		return fmt.Errorf("%s: desktop_idle_timeout %s is negative; give \"0s\" (never) or a duration such as \"1h\"", where("desktop_idle_timeout"), s.DesktopIdle.D())
 	}
 	// One frame must fit, or the largest requests could never pass.
 	if s.MemoryBudget < MinMemoryBudget {

@@ -60,6 +60,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
 		SessionLauncher: LauncherFork, SessionMemoryMax: 4 << 30, SessionCPUWeight: 50,
+		Desktops: true, MaxDesktops: 3, DesktopIdle: Duration(10 * time.Minute),
 	}
 	var b strings.Builder
 	for _, f := range Fields() {

@@ -69,7 +69,7 @@ type ActResult struct {
 func (s *Screen) Act(ctx context.Context, req ActRequest) (*ActResult, error) {
 	start := time.Now()
 	res := &ActResult{}
-	rec := AuditRecord{Time: start, Caller: req.Caller}
+	rec := AuditRecord{Time: start, Caller: req.Caller, Desktop: s.desktop}
 	err := s.act(ctx, req, res, &rec)
 	res.Duration = time.Since(start)
 	res.Outcome = outcome(err)
@@ -121,6 +121,9 @@ func outcome(err error) string {
 
 func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *AuditRecord) error {
 	if !s.AllowAct() {
+		if s.refusal != "" {
+			return fmt.Errorf("%w: %s", ErrRefused, s.refusal)
+		}
 		return fmt.Errorf("%w: acting is disabled; start agentd with --allow-act or set allow_act = true in config.toml", ErrRefused)
 	}
 	x, err := s.conn()
@@ -149,14 +152,22 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	res.Budget = batch.Budget()
 	timeout := req.LockTimeout
 	if timeout == 0 {
-		timeout = time.Duration(s.lockTimeout.Load())
+		timeout = s.lockWait()
 	}
-	if err := s.desk.acquire(ctx, req.Caller, max(timeout, 0)); err != nil {
+	// The batch (and its wait for the lock) ends when the Screen closes.
+	lctx, endLocked := context.WithCancelCause(ctx)
+	defer endLocked(nil)
+	stopWatch := context.AfterFunc(s.life, func() { endLocked(errScreenClosed) })
+	defer stopWatch()
+	if err := s.desk.acquire(lctx, req.Caller, max(timeout, 0)); err != nil {
+		if errors.Is(context.Cause(lctx), errScreenClosed) {
+			return fmt.Errorf("%w: %s while the batch waited for it", ErrUnavailable, s.closedWhy())
+		}
 		return err
 	}
 	defer s.desk.release()
 
-	bctx, cancel := context.WithTimeoutCause(ctx, res.Budget, errBudget)
+	bctx, cancel := context.WithTimeoutCause(lctx, res.Budget, errBudget)
 	defer cancel()
 	defer x.guard(bctx, hungGrace)()
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
@@ -191,6 +202,14 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 }
 
 var errBudget = errors.New("time budget exceeded")
+
+// closedWhy says why a closed Screen stopped a batch.
+func (s *Screen) closedWhy() string {
+	if s.desktop != "" {
+		return fmt.Sprintf("desktop %s was removed", s.desktop)
+	}
+	return "the screen was closed"
+}
 
 // hungGrace is how long past its budget a batch waits for an X server that
 // does not answer before the connection is killed (see xconn.guard); the
@@ -228,6 +247,23 @@ func (m *pointerMark) is(p image.Point) bool {
 	return m.valid && m.at == p
 }
 
+// cornered reports whether the person pushed the pointer into a corner of
+// this (the person's) screen: the kill switch, as the desktops' batches
+// check it. It does not connect; without a connection it is false.
+func (s *Screen) cornered() bool {
+	x, _ := s.current()
+	if x == nil || x.enter() != nil {
+		return false
+	}
+	defer x.leave()
+	r, err := x.screenRect()
+	if err != nil {
+		return false
+	}
+	p, _, err := x.pointer()
+	return err == nil && inCorner(p, r) && !s.placed.is(p)
+}
+
 // inCorner reports whether p is within cornerMargin of a corner of r.
 func inCorner(p image.Point, r image.Rectangle) bool {
 	nearX := p.X-r.Min.X <= cornerMargin || r.Max.X-1-p.X <= cornerMargin
@@ -238,6 +274,15 @@ func inCorner(p image.Point, r image.Rectangle) bool {
 // killSwitch returns ErrRefused when the person pushed the pointer into a
 // corner.
 func (r *batchRun) killSwitch(where string) error {
+	if r.s.person != nil {
+		// An agent's desktop has no person's hand on it: the switch is
+		// the person's screen's.
+		if r.s.person.cornered() {
+			return fmt.Errorf("%w: the kill switch stopped the batch on desktop %s %s: the pointer was pushed into a corner of the person's screen; move it away from the corners to act again",
+				ErrRefused, r.s.desktop, where)
+		}
+		return nil
+	}
 	p, _, err := r.x.pointer()
 	if err != nil {
 		return err
@@ -261,6 +306,9 @@ func (r *batchRun) stop(where string) error {
 func (r *batchRun) explain(err error) error {
 	if errors.Is(r.x.sock.Err(), errXHung) {
 		return fmt.Errorf("%w: the X server at DISPLAY %s stopped answering during action %d; the connection is replaced", ErrTimeout, r.x.display, r.number)
+	}
+	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errScreenClosed) {
+		return fmt.Errorf("%w: %s during action %d", ErrUnavailable, r.s.closedWhy(), r.number)
 	}
 	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errBudget) {
 		return fmt.Errorf("%w: the batch ran past its time budget at action %d; split it into smaller batches", ErrTimeout, r.number)

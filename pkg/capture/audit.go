@@ -12,8 +12,11 @@ import (
 
 // AuditRecord is one line of the audit log: one batch.
 type AuditRecord struct {
-	Time     time.Time     `json:"time"`
-	Caller   Caller        `json:"caller"`
+	Time   time.Time `json:"time"`
+	Caller Caller    `json:"caller"`
+	// Desktop names the agent's desktop the batch ran on; absent for the
+	// person's display.
+	Desktop  string        `json:"desktop,omitempty"`
 	Actions  []AuditAction `json:"actions"`
 	Ran      int           `json:"actions_run"`
 	Outcome  string        `json:"outcome"` // ok, refused, invalid, lock_timeout, unavailable, timeout, canceled, error
@@ -27,17 +30,19 @@ type AuditRecord struct {
 // AuditAction records one action without its text: typing is recorded as the
 // number of characters only.
 type AuditAction struct {
-	Kind        string   `json:"kind"`
-	X           *int     `json:"x,omitempty"`
-	Y           *int     `json:"y,omitempty"`
-	Button      string   `json:"button,omitempty"`
-	Key         string   `json:"key,omitempty"`
-	Modifiers   []string `json:"modifiers,omitempty"`
-	Chars       int      `json:"chars,omitempty"`
-	Direction   string   `json:"direction,omitempty"`
-	Amount      int      `json:"amount,omitempty"`
-	MS          int      `json:"ms,omitempty"`
-	Application string   `json:"application,omitempty"`
+	Kind      string   `json:"kind"`
+	X         *int     `json:"x,omitempty"`
+	Y         *int     `json:"y,omitempty"`
+	Button    string   `json:"button,omitempty"`
+	Key       string   `json:"key,omitempty"`
+	Modifiers []string `json:"modifiers,omitempty"`
+	Chars     int      `json:"chars,omitempty"`
+	// Bytes is the length of clipboard text read or set (never the text).
+	Bytes       int    `json:"bytes,omitempty"`
+	Direction   string `json:"direction,omitempty"`
+	Amount      int    `json:"amount,omitempty"`
+	MS          int    `json:"ms,omitempty"`
+	Application string `json:"application,omitempty"`
 }
 
 // auditLog is an append-only JSONL file, 0600, rotated to path+".1" when a

@@ -5,6 +5,19 @@
 // the one-batch-at-a-time desktop lock, the consent gate, the corner kill
 // switch and the audit log.
 //
+// # Targets
+//
+// A Screen serves one display. The person's display has one; each of the
+// agents' desktops (package desktop) has its own, made by Screen.Desktop:
+// its own X connection (with the desktop's cookie file), batch lock,
+// borrowed keycodes and observation memory, so batches on different
+// desktops run at once and one desktop takes one batch at a time. What is
+// the person's stays one: the audit log (a desktop's records name it), the
+// recording switch, the lock timeout and the kill switch (a desktop's
+// batch checks the pointer on the person's screen, not its own, which no
+// hand moves). Acting on a desktop needs no per-batch consent; the daemon
+// sets its AllowAct from the desktops setting.
+//
 // It knows nothing of the wire protocol and must not import pkg/wire,
 // pkg/daemon or pkg/session: it exports Go types, methods and the sentinel
 // errors in errors.go, which pkg/daemon maps to wire codes.

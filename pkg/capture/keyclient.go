@@ -149,7 +149,47 @@ func readClientState(pid int) clientState {
 	if err != nil {
 		return clientUnknown
 	}
-	return syscallState(string(sc))
+	st := syscallState(string(sc))
+	if st == clientBusy && futexWait(string(sc)) && notifierWaits(dir) {
+		return clientIdle
+	}
+	return st
+}
+
+// futexWaits are the futex syscalls, where a thread waits on a condition.
+var futexWaits = map[string][]int{"amd64": {202}, "arm64": {98}}[runtime.GOARCH]
+
+func futexWait(line string) bool {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return false
+	}
+	n, err := strconv.Atoi(f[0])
+	return err == nil && slices.Contains(futexWaits, n)
+}
+
+// notifierWaits reports whether another thread of the process sleeps in an
+// event loop's wait. Tcl/Tk (and other toolkits with a notifier thread)
+// wait for X on a thread of their own while the main thread, idle, waits
+// on a condition variable: main thread in futex and a notifier in select
+// is that toolkit's idle, where otherwise every batch typed into Tk would
+// wait maxClientWait for a poll on the main thread that never comes.
+func notifierWaits(dir string) bool {
+	ents, err := os.ReadDir(dir + "task")
+	if err != nil || len(ents) < 2 {
+		return false
+	}
+	main := strings.TrimSuffix(strings.TrimPrefix(dir, "/proc/"), "/")
+	for _, e := range ents {
+		if e.Name() == main {
+			continue
+		}
+		sc, err := os.ReadFile(dir + "task/" + e.Name() + "/syscall")
+		if err == nil && syscallState(string(sc)) == clientIdle {
+			return true
+		}
+	}
+	return false
 }
 
 // syscallState reads a /proc/PID/syscall line: the syscall number and its

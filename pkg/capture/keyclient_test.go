@@ -2,9 +2,12 @@ package capture
 
 import (
 	"encoding/binary"
+	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"testing"
+	"time"
 )
 
 func TestSyscallState(t *testing.T) {
@@ -71,5 +74,57 @@ func TestClientIdsPID(t *testing.T) {
 	short := reply([]uint32{0x400000, 2, 4242})
 	if got := clientIdsPID(short[:len(short)-2]); got != 0 {
 		t.Errorf("pid %d from a truncated reply, want 0", got)
+	}
+}
+
+// TestNotifierThreadIdleIsIdle: a process whose main thread waits on a
+// condition variable while another thread sleeps in select (Tcl/Tk's
+// notifier) is idle; with no such thread it is busy.
+func TestNotifierThreadIdleIsIdle(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	for _, c := range []struct {
+		name     string
+		notifier bool
+		want     clientState
+	}{{"with a notifier", true, clientIdle}, {"without", false, clientBusy}} {
+		t.Run(c.name, func(t *testing.T) {
+			script := "import threading, select, os, sys\n" +
+				"r, w = os.pipe()\n" +
+				"if sys.argv[1] == '1':\n" +
+				"    threading.Thread(target=lambda: select.select([r], [], []), daemon=True).start()\n" +
+				"print('ready', flush=True)\n" +
+				"threading.Event().wait()\n"
+			arg := "0"
+			if c.notifier {
+				arg = "1"
+			}
+			cmd := exec.Command("python3", "-c", script, arg)
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			buf := make([]byte, 6)
+			if _, err := out.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+			// The threads settle into their waits right after the print:
+			// poll until the main thread waits on its condition (and, with
+			// a notifier, until the state is idle) rather than sleeping.
+			pid := cmd.Process.Pid
+			deadline := time.Now().Add(5 * time.Second)
+			settled := func() bool {
+				sc, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+				return err == nil && futexWait(string(sc)) && (!c.notifier || readClientState(pid) == clientIdle)
+			}
+			for !settled() && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := readClientState(pid); got != c.want {
+				t.Errorf("state %d, want %d", got, c.want)
+			}
+		})
 	}
 }

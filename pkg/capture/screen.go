@@ -40,6 +40,23 @@ type Options struct {
 	RecordScreenMaxBytes int64
 	// Logger receives the package's logs; the zero Logger discards them.
 	Logger zerolog.Logger
+	// Authority is the Xauthority file holding the display's cookie; ""
+	// is $XAUTHORITY (then ~/.Xauthority).
+	Authority string
+}
+
+// DesktopOptions describe an agent's desktop for Screen.Desktop.
+type DesktopOptions struct {
+	// Name is the desktop's name, on its audit records and in Info.
+	Name string
+	// Display and Authority are its X display and cookie file.
+	Display, Authority string
+	// RecordDir keeps its batches' observations when the screen is
+	// recorded (the desktop's own directory, not the person's).
+	RecordDir string
+	// AllowAct is whether agents may act on it (desktops enabled); no
+	// per-batch consent applies, it is not the person's screen.
+	AllowAct bool
 }
 
 // DefaultAuditMaxBytes caps the audit log when Options leave it zero: about
@@ -80,6 +97,71 @@ type Screen struct {
 	recordScreen atomic.Bool
 	shotsMu      sync.Mutex
 	shots        *shotStore // opened when recording is first turned on
+
+	// person is the person's Screen when this one is an agent's desktop
+	// (Screen.Desktop): it shares the person's audit log, recording
+	// switch, lock timeout and kill switch; desktop names it.
+	person  *Screen
+	desktop string
+	recDir  string
+	// clipC is the clipboard's connection, opened on first use.
+	clipMu sync.Mutex
+	clipC  *clipboard
+	// refusal is why Act is refused while acting is off.
+	refusal string
+	// life ends when the Screen closes: batches running or queued end
+	// with it (a desktop removed with --force), instead of holding Close.
+	life    context.Context
+	endLife context.CancelFunc
+}
+
+// errScreenClosed is why a batch ended when its Screen closed.
+var errScreenClosed = errors.New("the screen was closed")
+
+// Desktop returns a Screen for one of the agents' desktops: its own X
+// connection, batch lock, typing bindings and observation memory, so
+// batches on different desktops run at the same time, while the audit log
+// (each record naming the desktop), the recording switch, the lock timeout
+// and the kill switch are the person's: a pointer pushed into a corner of
+// the person's screen stops every desktop's batch too. The caller runs
+// and closes it (Run, Close); closing it leaves the person's audit log
+// open.
+func (s *Screen) Desktop(o DesktopOptions) *Screen {
+	d := &Screen{
+		opts: Options{Display: o.Display, Authority: o.Authority, AuditPath: s.opts.AuditPath,
+			RecordScreenMaxBytes: s.opts.RecordScreenMaxBytes, Logger: s.opts.Logger},
+		log:     s.opts.Logger.With().Str("component", "capture").Str("desktop", o.Name).Logger(),
+		audit:   s.audit,
+		desk:    newDeskLock(),
+		lastObs: make(map[string]uint64),
+		changed: make(chan struct{}),
+		person:  s,
+		desktop: o.Name,
+		refusal: "acting on desktops is disabled; set desktops = true in config.toml or start agentd with --desktops",
+		recDir:  o.RecordDir,
+	}
+	d.life, d.endLife = context.WithCancel(context.Background())
+	d.allowAct.Store(o.AllowAct)
+	return d
+}
+
+// DesktopName is the desktop this Screen serves, "" for the person's.
+func (s *Screen) DesktopName() string { return s.desktop }
+
+// lockWait is a batch's default wait for the screen.
+func (s *Screen) lockWait() time.Duration {
+	if s.person != nil {
+		return s.person.lockWait()
+	}
+	return time.Duration(s.lockTimeout.Load())
+}
+
+// recording reports whether observations are kept.
+func (s *Screen) recording() bool {
+	if s.person != nil {
+		return s.person.recordScreen.Load()
+	}
+	return s.recordScreen.Load()
 }
 
 // New returns a Screen for opts.Display. It does not connect: the first
@@ -92,6 +174,7 @@ func New(opts Options) (*Screen, error) {
 		lastObs: make(map[string]uint64),
 		changed: make(chan struct{}),
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.allowAct.Store(opts.AllowAct)
 	s.SetLockTimeout(0)
 	quietXGB(s.log)
@@ -138,6 +221,7 @@ func (s *Screen) AllowAct() bool { return s.allowAct.Load() }
 // Close releases the X connection and its shared memory and closes the
 // audit log. Later calls return ErrUnavailable.
 func (s *Screen) Close() error {
+	s.endLife()
 	s.mu.Lock()
 	x := s.x
 	s.x = nil
@@ -147,7 +231,14 @@ func (s *Screen) Close() error {
 	if x != nil {
 		x.close()
 	}
-	if s.audit != nil {
+	s.clipMu.Lock()
+	if s.clipC != nil {
+		s.clipC.close()
+		<-s.clipC.done
+		s.clipC = nil
+	}
+	s.clipMu.Unlock()
+	if s.audit != nil && s.person == nil {
 		return s.audit.close()
 	}
 	return nil
@@ -182,7 +273,7 @@ func (s *Screen) conn() (*xconn, error) {
 		s.lastErr = errors.New("no X display: DISPLAY is not set; start agentd from the graphical session or import it (systemctl --user import-environment DISPLAY XAUTHORITY)")
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, s.lastErr)
 	}
-	x, err := dialX(s.opts.Display)
+	x, err := dialXAuth(s.opts.Display, s.opts.Authority)
 	if err != nil {
 		s.lastErr = err
 		return nil, fmt.Errorf("%w: %v; is the X server running?", ErrUnavailable, err)
@@ -301,7 +392,7 @@ func (s *Screen) Run(ctx context.Context) error {
 // Info describes the display, the connection and the package's state. It
 // does not fail: without a connection it says why in Reason.
 func (s *Screen) Info(ctx context.Context) Info {
-	info := Info{Display: s.opts.Display, AllowAct: s.AllowAct(), KillSwitch: "armed"}
+	info := Info{Display: s.opts.Display, Desktop: s.desktop, AllowAct: s.AllowAct(), KillSwitch: "armed"}
 	info.Holder, info.Waiting = s.desk.holder()
 	x, err := s.conn()
 	if err != nil {
@@ -342,7 +433,11 @@ func (s *Screen) Info(ctx context.Context) Info {
 		info.Extensions = append(info.Extensions, "RANDR")
 	}
 	info.KeyboardLayout, info.KeyboardVariant = x.keyboardLayout()
-	if p, _, err := x.pointer(); err == nil && inCorner(p, r) && !s.placed.is(p) {
+	if s.person != nil {
+		if s.person.cornered() {
+			info.KillSwitch = "tripped: the pointer rests in a corner of the person's screen; move it away to allow acting"
+		}
+	} else if p, _, err := x.pointer(); err == nil && inCorner(p, r) && !s.placed.is(p) {
 		info.KillSwitch = "tripped: the pointer rests in a screen corner; move it away to allow acting"
 	}
 	return info

@@ -162,7 +162,11 @@ func (s *Screen) openShots() error {
 	if max <= 0 {
 		max = DefaultRecordScreenMaxBytes
 	}
-	st, err := openShotStore(filepath.Join(filepath.Dir(s.opts.AuditPath), "screen"), max)
+	dir := filepath.Join(filepath.Dir(s.opts.AuditPath), "screen")
+	if s.recDir != "" {
+		dir = s.recDir
+	}
+	st, err := openShotStore(dir, max)
 	if err != nil {
 		return err
 	}
@@ -173,8 +177,14 @@ func (s *Screen) openShots() error {
 // keepObservation stores a batch's observation in its audit record when
 // the screen is recorded.
 func (s *Screen) keepObservation(rec *AuditRecord, callerKey string, shot *Shot) {
-	if shot == nil || !s.recordScreen.Load() {
+	if shot == nil || !s.recording() {
 		return
+	}
+	if s.person != nil {
+		if err := s.openShots(); err != nil {
+			s.log.Warn().Err(err).Msg("observation not kept")
+			return
+		}
 	}
 	s.shotsMu.Lock()
 	store := s.shots
@@ -235,7 +245,7 @@ func (s *Screen) WriteRecord(req RecordRequest) (*RecordResult, error) {
 		recs, skipped = append(recs, r...), skipped+bad
 	}
 	recs = slices.DeleteFunc(recs, func(r AuditRecord) bool {
-		return (!req.Since.IsZero() && r.Time.Before(req.Since)) || (!req.Until.IsZero() && r.Time.After(req.Until))
+		return r.Desktop != s.desktop || (!req.Since.IsZero() && r.Time.Before(req.Since)) || (!req.Until.IsZero() && r.Time.After(req.Until))
 	})
 	slices.SortStableFunc(recs, func(a, b AuditRecord) int { return a.Time.Compare(b.Time) })
 	if err := os.MkdirAll(req.Dir, 0o700); err != nil {

@@ -51,6 +51,8 @@ type Holder struct {
 type Info struct {
 	// Display is the DISPLAY value the package uses ("" when none).
 	Display string `json:"display"`
+	// Desktop is the agent's desktop this is, "" for the person's display.
+	Desktop string `json:"desktop,omitempty"`
 	// Connected tells whether there is a live X connection; when false,
 	// Reason says why.
 	Connected bool   `json:"connected"`

@@ -109,7 +109,11 @@ func parseDisplay(display string) (network, addr string, num, screen int, err er
 }
 
 // dialX connects to display and learns what the server offers.
-func dialX(display string) (*xconn, error) {
+func dialX(display string) (*xconn, error) { return dialXAuth(display, "") }
+
+// dialXAuth is dialX with the cookie from the Xauthority file authority
+// ("" is $XAUTHORITY).
+func dialXAuth(display, authority string) (*xconn, error) {
 	network, addr, num, screenNum, err := parseDisplay(display)
 	if err != nil {
 		return nil, err
@@ -118,7 +122,7 @@ func dialX(display string) (*xconn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no X server at DISPLAY %s: %w", display, err)
 	}
-	name, cookie := xauthCookie(num)
+	name, cookie := xauthCookieFrom(authority, num)
 	sock := newXSock(nc, name, cookie)
 	_ = nc.SetDeadline(time.Now().Add(dialTimeout))
 	c, err := xgb.NewConnNet(sock)

@@ -106,6 +106,17 @@ type Config struct {
 	// default).
 	RecordScreen         bool
 	RecordScreenMaxBytes int64
+	// Desktops lets agents have desktops of their own (agent.desktop_new,
+	// spawn --desktop, the screen methods' desktop target); live.
+	// MaxDesktops caps running desktops (zero: desktop's default, 8);
+	// DesktopIdleTimeout removes a desktop unused for that long with no
+	// live session on it (zero: never). Both live.
+	Desktops           bool
+	MaxDesktops        int
+	DesktopIdleTimeout time.Duration
+	// DesktopWorkerCommand starts a desktop worker; nil is this
+	// executable with the argument "desktop-worker".
+	DesktopWorkerCommand []string
 	// MemoryBudget bounds the bytes held at once, across connections, in
 	// large requests being read and large answers being written (see
 	// rpc.Budget); zero is DefaultMemoryBudget. It needs a restart.
@@ -206,6 +217,8 @@ type Daemon struct {
 	// launcher starts session workers (set in Run, before the config
 	// watch starts; reload hands it new default limits).
 	launcher session.Launcher
+	// desktops is built in Run (desktops.go).
+	desktops *desktopHub
 	build    func() string
 	budget   *rpc.Budget // shared by every connection
 	// vouch checks that a peer runs inside a session before a channel is
@@ -317,6 +330,7 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.router.register(d.sessionRoutes()...)
 	d.router.register(d.screenRoutes()...)
 	d.router.register(d.channelRoutes()...)
+	d.router.register(d.desktopRoutes()...)
 	d.router.markLong(longRoutes)
 	return d
 }
@@ -395,6 +409,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 		defer func() { stopScreen(); <-screenDone }()
 	}
+
+	// The agents' desktops keep running when the daemon stops: their
+	// workers own them; only the daemon's Screens of them close.
+	desktopCtx, stopDesktops := context.WithCancel(context.WithoutCancel(ctx))
+	closeDesktops, err := d.startDesktops(desktopCtx)
+	if err != nil {
+		stopDesktops()
+		return fmt.Errorf("desktops: %w", err)
+	}
+	defer func() { stopDesktops(); closeDesktops() }()
 
 	d.applyTimeouts(d.live.Load())
 

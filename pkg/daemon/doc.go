@@ -23,6 +23,7 @@
 //	pkg/session                sessions: the Manager and each session's worker
 //	pkg/capture                the X11 screen: screenshots, input, consent, audit
 //	pkg/channel                channels: registry, queues, acks, asks through a channel
+//	pkg/desktop                the agents' desktops: private X servers and their workers
 //	internal/config            the TOML config and its reload
 //
 // How a request travels: a client's rpc.Conn writes one frame; the
@@ -33,6 +34,19 @@
 // engine); the result, or the component's error turned into a wire code by
 // toWireError, is written back as one frame. agent.attach alone answers
 // with an rpc.Upgrade and the connection becomes a raw terminal stream.
+//
+// Desktops (desktops.go): the daemon builds the desktop.Manager in Run
+// (always, so a restarted daemon lists the desktops its predecessor left)
+// and a capture.Screen per running desktop on first use, made by the
+// person's Screen (Screen.Desktop) so audit log and kill switch are
+// shared. Every screen method resolves its desktop target there
+// (screenOf): "" is the person's display and its consent; a name needs
+// desktops enabled (the live config) and a running desktop. A sweep every
+// two seconds closes the Screens of dead desktops, removes the desktops of
+// ended sessions (spawn --desktop new) and idle ones. Desktop errors map
+// to codes as: invalid invalid_params, exists agent_exists, not found (and
+// dead) screen_unavailable, the cap and the display range busy, a server
+// that is missing or does not start spawn_failed, desktops off refused.
 //
 // Decisions where the design is silent:
 //   - The lock file is the socket path plus ".lock", so two daemons on

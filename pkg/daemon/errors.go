@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/channel"
+	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -77,6 +78,16 @@ func toWireError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeScreenUnavailable, "%v", err)
 	case errors.Is(err, capture.ErrTimeout):
 		return wire.Errorf(wire.CodeTimeout, "%v", err)
+	case errors.Is(err, desktop.ErrInvalid):
+		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	case errors.Is(err, desktop.ErrExists):
+		return wire.Errorf(wire.CodeAgentExists, "%v", err)
+	case errors.Is(err, desktop.ErrNotFound):
+		return wire.Errorf(wire.CodeScreenUnavailable, "%v", err)
+	case errors.Is(err, desktop.ErrBusy):
+		return wire.Errorf(wire.CodeBusy, "%v", err)
+	case errors.Is(err, desktop.ErrStartFailed):
+		return wire.Errorf(wire.CodeSpawnFailed, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return wire.Errorf(wire.CodeTimeout, "%v; give the call a longer --timeout", err)
 	case errors.Is(err, context.Canceled):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/channel"
+	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -51,6 +52,12 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 		{channel.ErrInvalid, wire.CodeInvalidParams},
 		{channel.ErrDenied, wire.CodePermissionDenied},
 		{channel.ErrTimeout, wire.CodeTimeout},
+		// pkg/desktop's.
+		{desktop.ErrInvalid, wire.CodeInvalidParams},
+		{desktop.ErrExists, wire.CodeAgentExists},
+		{desktop.ErrNotFound, wire.CodeScreenUnavailable},
+		{desktop.ErrBusy, wire.CodeBusy},
+		{desktop.ErrStartFailed, wire.CodeSpawnFailed},
 		{context.DeadlineExceeded, wire.CodeTimeout},
 		{context.Canceled, wire.CodeShuttingDown},
 		{errors.New("disk on fire"), wire.CodeInternal},
@@ -78,7 +85,7 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range append(append(session.Kinds(), channel.Kinds()...), capture.Kinds()...) {
+	for _, kind := range append(append(append(session.Kinds(), channel.Kinds()...), capture.Kinds()...), desktop.Kinds()...) {
 		if !covered[kind] {
 			t.Errorf("domain kind %v has no row in this table (and maybe none in toWireError)", kind)
 		}
@@ -137,6 +144,7 @@ func TestKindsAreEverySentinel(t *testing.T) {
 		{"../session/errors.go", session.Kinds()},
 		{"../capture/errors.go", capture.Kinds()},
 		{"../channel/errors.go", channel.Kinds()},
+		{"../desktop/errors.go", desktop.Kinds()},
 	} {
 		f, err := parser.ParseFile(token.NewFileSet(), d.file, nil, 0)
 		if err != nil {

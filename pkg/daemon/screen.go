@@ -39,7 +39,11 @@ func (d *Daemon) recordScreen(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := d.screen.WriteRecord(capture.RecordRequest{Dir: p.Dir, Since: p.Since, Until: p.Until, Overwrite: p.Overwrite})
+	scr, err := d.screenOf(p.Desktop)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scr.WriteRecord(capture.RecordRequest{Dir: p.Dir, Since: p.Since, Until: p.Until, Overwrite: p.Overwrite})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +81,11 @@ func (d *Daemon) screenshot(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	shot, err := d.screen.Screenshot(ctx, shotRequest(&p))
+	scr, err := d.screenOf(p.Desktop)
+	if err != nil {
+		return nil, err
+	}
+	shot, err := scr.Screenshot(ctx, shotRequest(&p))
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +101,13 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Screenshot != nil && p.Screenshot.Desktop != "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "screenshot.desktop is not used by agent.act: the batch's desktop is the observation's; give desktop on the batch")
+	}
+	scr, err := d.screenOf(p.Desktop)
+	if err != nil {
+		return nil, err
+	}
 	req := capture.ActRequest{
 		Actions: make([]capture.RawAction, len(p.Actions)), Observe: p.Observe, SettleMS: p.SettleMS,
 		Shot: shotRequest(p.Screenshot), LockTimeout: lock,
@@ -105,7 +120,7 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 			Key: a.Key, Modifiers: a.Modifiers, Direction: string(a.Direction), Amount: a.Amount, MS: a.MS,
 			Application: a.Application, URI: a.URI}
 	}
-	res, err := d.screen.Act(ctx, req)
+	res, err := scr.Act(ctx, req)
 	var out *wire.ActResult
 	if res != nil {
 		out = &wire.ActResult{ActionsRun: res.ActionsRun, Outcome: wire.ActOutcome(res.Outcome), Observation: shotResult(res.Observation),
@@ -135,11 +150,16 @@ func callerKey(c *Conn, session string) string {
 func connCallerKey(id uint64) string { return "conn-" + strconv.FormatUint(id, 10) }
 
 func (d *Daemon) screenInfo(ctx context.Context, call *Call) (any, error) {
-	if _, err := decodeParams[struct{}](call); err != nil {
+	p, err := decodeParams[wire.ScreenParams](call)
+	if err != nil {
 		return nil, err
 	}
-	i := d.screen.Info(ctx)
-	r := &wire.ScreenResult{Display: i.Display, Connected: i.Connected, Reason: i.Reason, Width: i.Width, Height: i.Height,
+	scr, err := d.screenOf(p.Desktop)
+	if err != nil {
+		return nil, err
+	}
+	i := scr.Info(ctx)
+	r := &wire.ScreenResult{Desktop: i.Desktop, Display: i.Display, Connected: i.Connected, Reason: i.Reason, Width: i.Width, Height: i.Height,
 		Extensions: i.Extensions, CaptureMethod: i.CaptureMethod, CaptureWhy: i.CaptureWhy, InputWhy: i.InputWhy,
 		KeyboardLayout: i.KeyboardLayout, KeyboardVariant: i.KeyboardVariant, AllowAct: i.AllowAct, KillSwitch: i.KillSwitch,
 		Waiting: i.Waiting}

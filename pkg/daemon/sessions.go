@@ -74,6 +74,19 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 		}
 		req.Env = append(req.Env, k+"="+v)
 	}
+	if p.Desktop != "" {
+		set, unset, undo, err := d.desktopForSpawn(ctx, p.Desktop, p.Name, p.KeepDesktop)
+		if err != nil {
+			return nil, err
+		}
+		req.Env, req.Unset = append(req.Env, set...), unset
+		info, err := d.sessions.Spawn(ctx, req)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		return sessionStatus(info), nil
+	}
 	info, err := d.sessions.Spawn(ctx, req)
 	if err != nil {
 		return nil, err

@@ -306,7 +306,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write the manifest")
 		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
 	}
-	env := programEnv(os.Environ(), req.Env, req.Name, m.opts.DaemonSocket)
+	env := programEnv(withoutKeys(os.Environ(), req.Unset), req.Env, req.Name, m.opts.DaemonSocket)
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
 		CreatedAt: created}
@@ -369,6 +369,21 @@ func programEnv(base, extra []string, name, sock string) []string {
 	set("AGENTD_SESSION=" + name)
 	set("AGENTD_SOCKET=" + sock)
 	return env
+}
+
+// withoutKeys drops the variables named in keys from env.
+func withoutKeys(env, keys []string) []string {
+	if len(keys) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // startWorker starts a worker process and exchanges the specification and

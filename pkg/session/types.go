@@ -31,6 +31,9 @@ type SpawnRequest struct {
 	// each. AGENTD_SESSION and AGENTD_SOCKET are always set by agentd; TERM
 	// defaults to xterm-256color.
 	Env []string
+	// Unset are variable names removed from the daemon's environment
+	// before Env applies (a desktop's program loses WAYLAND_DISPLAY).
+	Unset []string
 	// Cols and Rows are the terminal size; zero is DefaultCols/DefaultRows.
 	Cols, Rows int
 	// Limits bound the session's cgroup (see Launcher); zero fields take

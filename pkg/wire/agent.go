@@ -54,6 +54,13 @@ type SpawnParams struct {
 	// (invalid_params).
 	MemoryMax int64 `json:"memory_max,omitempty"`
 	CPUWeight int   `json:"cpu_weight,omitempty"`
+	// Desktop starts the program on an agent's desktop: a desktop's name,
+	// or "new" for one made for this session, which goes away with it
+	// unless KeepDesktop. The program gets DISPLAY, XAUTHORITY, the
+	// desktop's D-Bus session bus, GDK_BACKEND=x11, QT_QPA_PLATFORM=xcb
+	// and no WAYLAND_DISPLAY.
+	Desktop     string `json:"desktop,omitempty"`
+	KeepDesktop bool   `json:"keep_desktop,omitempty"`
 }
 
 // SessionStatus is everything about one session (agent.status, and the

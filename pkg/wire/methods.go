@@ -15,6 +15,8 @@ var Methods = []string{
 	MethodResize, MethodAttach,
 	// The screen.
 	MethodScreenshot, MethodAct, MethodScreen, MethodRecordScreen,
+	// Desktops.
+	MethodDesktopNew, MethodDesktopList, MethodDesktopRm, MethodDesktopClip,
 	// Channels.
 	MethodRegisterChannel, MethodUnregisterChannel, MethodPushToChannel,
 	MethodChannelAck, MethodChannelList, MethodChannelReply,

@@ -17,6 +17,9 @@ const (
 // and numbered images of the batches between Since and Until (zero:
 // unbounded). An existing non-empty Dir is refused unless Overwrite.
 type RecordScreenParams struct {
+	// Desktop is the target: empty for the person's display, or a
+	// desktop's name (its batches only).
+	Desktop   string    `json:"desktop,omitempty"`
 	Dir       string    `json:"dir"`
 	Since     time.Time `json:"since,omitzero"`
 	Until     time.Time `json:"until,omitzero"`
@@ -52,6 +55,10 @@ type Point struct {
 // is refused (invalid_params) unless Overwrite; a symbolic link there is
 // never written through, Overwrite or not.
 type ScreenshotParams struct {
+	// Desktop is the target: empty for the person's display, or the name
+	// of an agent's desktop (agent.desktop_new). Inside agent.act's
+	// screenshot it must be empty: the batch's own Desktop applies.
+	Desktop  string  `json:"desktop,omitempty"`
 	Format   string  `json:"format,omitempty"`  // png (default) or jpeg
 	Quality  *int    `json:"quality,omitempty"` // JPEG quality 1-100 (default 80)
 	Region   *Region `json:"region,omitempty"`
@@ -123,6 +130,11 @@ const (
 // at a time for the whole desktop, then (unless Observe is false) a
 // screenshot after SettleMS (default 300).
 type ActParams struct {
+	// Desktop is the target: empty for the person's display (consent
+	// applies: allow_act), or the name of an agent's desktop (desktops
+	// enabled; no per-batch consent). One batch at a time per target;
+	// batches on different targets run at once.
+	Desktop  string   `json:"desktop,omitempty"`
 	Actions  []Action `json:"actions"`
 	Observe  *bool    `json:"observe,omitempty"`
 	SettleMS *float64 `json:"settle_ms,omitempty"`
@@ -163,6 +175,8 @@ type ScreenHolder struct {
 
 // ScreenResult describes the display and the daemon's use of it.
 type ScreenResult struct {
+	// Desktop is the desktop described, "" for the person's display.
+	Desktop         string        `json:"desktop,omitempty"`
 	Display         string        `json:"display"`
 	Connected       bool          `json:"connected"`
 	Reason          string        `json:"reason,omitempty"` // why not connected

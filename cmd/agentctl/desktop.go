@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// desktopVerb is `agentctl desktop ...`: the agents' own X desktops.
+func desktopVerb() verb {
+	return verb{
+		use:     "desktop COMMAND",
+		summary: "desktops of their own for agents: make one (new), list them (ls), remove one (rm), use its clipboard (clip)",
+		long: "A desktop is a private X server (Xvfb) with a small window manager that agentd owns, so an agent's\n" +
+			"windows, pointer and keyboard stay out of your way. Start programs on it with spawn --desktop NAME,\n" +
+			"and point screenshot, act and screen at it with --desktop NAME. It is not a security boundary:\n" +
+			"its programs run as you and can still reach your own display. Needs desktops = true in config.toml.",
+		subs: []verb{desktopNewVerb(), desktopLsVerb(), desktopRmVerb(), desktopClipVerb()},
+	}
+}
+
+func desktopNewVerb() verb {
+	var p wire.DesktopNewParams
+	return verb{
+		use:     "new [NAME] [--size WxH] [--wm openbox|none] [--layout LAYOUT]",
+		summary: "start a desktop (Xvfb, openbox by default, US keyboard layout); NAME defaults to desktop-N",
+		example: "  agentctl desktop new d1\n  agentctl desktop new big --size 1920x1080 --wm none --layout de",
+		args:    rangeArgs(0, 1),
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&p.Size, "size", "1280x800", "screen size WIDTHxHEIGHT, each side 320-7680")
+			fs.StringVar(&p.WM, "wm", "openbox", "window manager: openbox or none")
+			fs.StringVar(&p.Layout, "layout", "us", "XKB keyboard layout (us, de, fr, ru, ...)")
+		},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			if len(args) == 1 {
+				p.Name = args[0]
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.DesktopNew(ctx, p)
+		},
+		human: func(w io.Writer, r any) error {
+			d := r.(*wire.DesktopRow)
+			fmt.Fprintf(w, "%s %s on DISPLAY=%s (%dx%d, wm %s, layout %s)\n", d.Name, d.Status, d.Display, d.Width, d.Height, d.WM, d.Layout)
+			return nil
+		},
+	}
+}
+
+func desktopLsVerb() verb {
+	return verb{
+		use:     "ls",
+		summary: "list the desktops: name, status, display, size, window manager, layout, session",
+		quick:   true,
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.DesktopList(ctx)
+		},
+		human: func(w io.Writer, r any) error {
+			l := r.(*wire.DesktopListResult)
+			if len(l.Desktops) == 0 {
+				fmt.Fprintln(w, "no desktops; make one with agentctl desktop new")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATUS\tDISPLAY\tSIZE\tWM\tLAYOUT\tAGE\tSESSION")
+			for _, d := range l.Desktops {
+				status := string(d.Status)
+				if d.Acting {
+					status += " (acting)"
+				}
+				if d.Reason != "" && d.Status != wire.DesktopRunning {
+					status += ": " + d.Reason
+				}
+				sess := d.Session
+				if sess != "" && d.Keep {
+					sess += " (kept)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%dx%d\t%s\t%s\t%s\t%s\n", d.Name, status, d.Display, d.Width, d.Height, d.WM, d.Layout,
+					time.Since(d.CreatedAt).Round(time.Second), sess)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func desktopRmVerb() verb {
+	var p wire.DesktopRmParams
+	return verb{
+		use:     "rm NAME [--force]",
+		summary: "end a desktop's X server and window manager and remove its files; refused while a batch runs unless --force",
+		args:    exactArgs(1),
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&p.Force, "force", false, "remove it even while a batch runs on it")
+		},
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			p.Name = args[0]
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.DesktopRm(ctx, p); err != nil {
+				return nil, err
+			}
+			return map[string]string{"removed": p.Name}, nil
+		},
+		human: func(w io.Writer, r any) error {
+			fmt.Fprintf(w, "%s removed\n", r.(map[string]string)["removed"])
+			return nil
+		},
+	}
+}
+
+func desktopClipVerb() verb {
+	return verb{
+		use:     "clip NAME [get | set TEXT|-]",
+		summary: "print a desktop's clipboard (get, the default) or set it (set TEXT, or - for stdin); at most 64 KiB",
+		long: "The clipboard is the desktop's CLIPBOARD selection as UTF-8 text. agentd holds text it sets until\n" +
+			"a program on the desktop copies something else (or agentd stops). The audit log records the\n" +
+			"length only, never the text.",
+		example: "  agentctl desktop clip d1 set 'hello'\n  agentctl desktop clip d1 > clip.txt\n  date | agentctl desktop clip d1 set -",
+		args:    rangeArgs(1, 3),
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			p := wire.DesktopClipParams{Name: args[0], Op: wire.ClipGet}
+			switch {
+			case len(args) == 1 || (len(args) == 2 && args[1] == wire.ClipGet):
+			case len(args) == 3 && args[1] == wire.ClipSet:
+				text, err := e.stdinText(args[2])
+				if err != nil {
+					return nil, err
+				}
+				if len(text) > wire.MaxClipBytes {
+					return nil, usagef("the text is %d bytes, over the %d (64 KiB) a desktop's clipboard holds", len(text), wire.MaxClipBytes)
+				}
+				p.Op, p.Text = wire.ClipSet, &text
+			case len(args) == 2 && args[1] == wire.ClipSet:
+				return nil, usagef("clip set needs TEXT, or - to read it from stdin")
+			default:
+				return nil, usagef("usage: agentctl desktop clip NAME [get | set TEXT|-]")
+			}
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r, err := c.DesktopClip(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if p.Op == wire.ClipGet && !e.json {
+				if _, err := io.WriteString(e.stdout, r.Text); err != nil {
+					return nil, err
+				}
+				return nil, errPrinted
+			}
+			return r, nil
+		},
+		human: func(w io.Writer, r any) error {
+			fmt.Fprintf(w, "clipboard set (%d bytes)\n", r.(*wire.DesktopClipResult).Bytes)
+			return nil
+		},
+	}
+}
+
+// desktopFlag is the screen verbs' target flag.
+func desktopFlag(fs *pflag.FlagSet, v *string) {
+	fs.StringVar(v, "desktop", "", "act on this agent's desktop (agentctl desktop ls) instead of your display")
+}
+
+// spawnDesktopFlags are spawn's: the desktop the program opens its windows
+// on.
+func spawnDesktopFlags(fs *pflag.FlagSet, desk *string, keep *bool) {
+	fs.StringVar(desk, "desktop", "", "open the program's windows on this desktop, or on a new one made for the session (new)")
+	fs.BoolVar(keep, "keep-desktop", false, "with --desktop new: keep the desktop when the session ends")
+}

@@ -1,0 +1,437 @@
+package desktop
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// WorkerArg is the first argument that makes the agentd binary a desktop
+// worker (cmd/agentd calls RunWorker).
+const WorkerArg = "desktop-worker"
+
+// workerSpec is what the Manager hands a new worker over the socket pair.
+type workerSpec struct {
+	Desktop    Desktop       `json:"desktop"`
+	Dir        string        `json:"dir"`
+	Candidates []int         `json:"candidates"`
+	Server     string        `json:"server"`
+	WMPath     string        `json:"wm_path,omitempty"`
+	SetXkbMap  string        `json:"setxkbmap,omitempty"`
+	DBusDaemon string        `json:"dbus_daemon,omitempty"`
+	BusPath    string        `json:"bus_path,omitempty"`
+	Timeout    time.Duration `json:"timeout"`
+	Grace      time.Duration `json:"grace"`
+}
+
+// workerReady is the worker's report: the desktop, or why it did not
+// start (Busy: every candidate display was taken).
+type workerReady struct {
+	OK      bool     `json:"ok"`
+	Error   string   `json:"error,omitempty"`
+	Busy    bool     `json:"busy,omitempty"`
+	Desktop *Desktop `json:"desktop,omitempty"`
+}
+
+// authorityName and busName are the files beside the manifest.
+const authorityName = "Xauthority"
+
+// RunWorker is `agentd desktop-worker`: it reads its specification from
+// file descriptor 3 (a socket pair the Manager holds), starts the desktop,
+// reports, and then owns the desktop's processes until the server dies or
+// ctx ends (SIGTERM from desktop rm). It returns the exit status.
+func RunWorker(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "agentd desktop-worker takes no arguments; it is started by agentd itself")
+		return 2
+	}
+	f := os.NewFile(3, "spawn")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintln(stderr, "agentd desktop-worker is started by agentd itself (no specification on fd 3):", err)
+		return 2
+	}
+	var spec workerSpec
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := json.NewDecoder(conn).Decode(&spec); err != nil {
+		fmt.Fprintln(stderr, "agentd desktop-worker: reading the specification:", err)
+		return 2
+	}
+	w := &worker{spec: spec, log: stderr, d: spec.Desktop}
+	ready := w.start(ctx)
+	if !ready.OK {
+		w.stopAll()
+		w.cleanup()
+	}
+	json.NewEncoder(conn).Encode(ready)
+	conn.Close()
+	if !ready.OK {
+		fmt.Fprintln(stderr, "desktop did not start:", ready.Error)
+		return 1
+	}
+	w.serve(ctx)
+	return 0
+}
+
+// worker owns one desktop's processes.
+type worker struct {
+	spec workerSpec
+	log  io.Writer
+	d    Desktop
+
+	server, wm, bus *exec.Cmd
+	serverDone      chan error
+	wmDone, busDone chan error
+}
+
+// baseEnv is the environment of the desktop's processes: the worker's,
+// without the person's display, Wayland socket, cookie and bus.
+func (w *worker) baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "AGENTD_DESKTOP_DIR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "DISPLAY="+w.d.Display, "XAUTHORITY="+w.d.Authority)
+}
+
+func (w *worker) start(ctx context.Context) workerReady {
+	fail := func(format string, args ...any) workerReady {
+		return workerReady{Error: fmt.Sprintf(format, args...)}
+	}
+	w.d.Authority = filepath.Join(w.spec.Dir, authorityName)
+	if _, err := writeAuthority(w.d.Authority); err != nil {
+		return fail("%v", err)
+	}
+	deadline := time.Now().Add(w.spec.Timeout)
+	t0 := time.Now()
+	// The bus starts beside the server (it needs no display to start,
+	// only to hand its activated services): the two together take the
+	// time of the slower one. Its DISPLAY is the first candidate's; on
+	// the rare collision it is started again with the right one.
+	if len(w.spec.Candidates) == 0 {
+		return workerReady{Busy: true, Error: "no display number to try"}
+	}
+	first := w.spec.Candidates[0]
+	w.d.Number, w.d.Display = first, ":"+strconv.Itoa(first)
+	busDone := make(chan error, 1)
+	if w.spec.DBusDaemon != "" {
+		env := w.baseEnv()
+		go func() { busDone <- w.startBus(ctx, deadline, env) }()
+	} else {
+		busDone <- nil
+	}
+	serverErr, busy := w.startAnyServer(ctx, deadline)
+	busErr := <-busDone
+	tServer := time.Since(t0)
+	if serverErr != nil {
+		return workerReady{Busy: busy, Error: serverErr.Error()}
+	}
+	if busErr != nil {
+		return fail("%v", busErr)
+	}
+	if w.bus != nil && w.d.Number != first {
+		w.stopBus()
+		if err := w.startBus(ctx, deadline, w.baseEnv()); err != nil {
+			return fail("%v", err)
+		}
+	}
+	w.d.Worker = memberOf(os.Getpid())
+	w.d.Server = memberOf(w.server.Process.Pid)
+	if w.d.Layout != DefaultLayout {
+		if err := w.setLayout(ctx); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if w.d.WM == WMOpenbox {
+		cmd := exec.Command(w.spec.WMPath, "--sm-disable")
+		cmd.Env = w.programEnv()
+		cmd.Stdout, cmd.Stderr = w.log, w.log
+		cmd.Dir = "/"
+		if err := cmd.Start(); err != nil {
+			return fail("start the window manager %s: %v", w.spec.WMPath, err)
+		}
+		w.wm = cmd
+		w.wmDone = waitFor(cmd)
+		w.d.WindowManager = memberOf(cmd.Process.Pid)
+	}
+	w.d.Status = StatusRunning
+	if err := writeManifest(w.spec.Dir, &w.d); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(w.log, "desktop %s ready on %s: server and bus in %s, all in %s\n", w.d.Name, w.d.Display,
+		tServer.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	return workerReady{OK: true, Desktop: &w.d}
+}
+
+func (w *worker) programEnv() []string {
+	env := w.baseEnv()
+	if w.d.Bus != "" {
+		env = append(env, "DBUS_SESSION_BUS_ADDRESS="+w.d.Bus)
+	}
+	return env
+}
+
+func waitFor(cmd *exec.Cmd) chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	return ch
+}
+
+// startAnyServer tries the candidates in turn; busy when every one was
+// taken by another server.
+func (w *worker) startAnyServer(ctx context.Context, deadline time.Time) (err error, busy bool) {
+	var taken []string
+	for _, num := range w.spec.Candidates {
+		err := w.startServer(ctx, num, deadline)
+		if err == nil {
+			return nil, false
+		}
+		if errors.Is(err, errTaken) {
+			taken = append(taken, ":"+strconv.Itoa(num))
+			continue
+		}
+		return err, false
+	}
+	return fmt.Errorf("every display tried (%s) was taken by another X server", strings.Join(taken, ", ")), true
+}
+
+// errTaken: another server holds the display number.
+var errTaken = errors.New("display taken")
+
+// startServer starts Xvfb on :num and waits for it to write the number on
+// its -displayfd pipe, at most until deadline.
+func (w *worker) startServer(ctx context.Context, num int, deadline time.Time) error {
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	logPath := filepath.Join(w.spec.Dir, "server.log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		wr.Close()
+		return err
+	}
+	cmd := exec.Command(w.spec.Server, ":"+strconv.Itoa(num), "-displayfd", "3", "-auth", w.d.Authority,
+		"-nolisten", "tcp", "-noreset",
+		"-screen", "0", fmt.Sprintf("%dx%dx24", w.d.Width, w.d.Height))
+	cmd.Env = w.baseEnv()
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{wr}
+	err = cmd.Start()
+	wr.Close()
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("start the X server %s: %v", w.spec.Server, err)
+	}
+	done := waitFor(cmd)
+	r.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now()) })
+	defer stop()
+	line, rerr := bufio.NewReader(r).ReadString('\n')
+	if rerr == nil && strings.TrimSpace(line) == strconv.Itoa(num) {
+		w.server, w.serverDone = cmd, done
+		w.d.Number, w.d.Display = num, ":"+strconv.Itoa(num)
+		return nil
+	}
+	// Not ready: whatever happened, the server must not outlive this call.
+	cmd.Process.Kill()
+	werr := <-done
+	out, _ := os.ReadFile(logPath)
+	tail := lastLines(string(out), 3)
+	switch {
+	case errors.Is(rerr, os.ErrDeadlineExceeded) && ctx.Err() == nil:
+		return fmt.Errorf("the X server did not report its display number within %s (it was ended): %s", w.spec.Timeout, tail)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case rerr == nil:
+		return fmt.Errorf("the X server reported display %q, not %d", strings.TrimSpace(line), num)
+	}
+	if strings.Contains(string(out), "already active") || strings.Contains(string(out), "server already running") ||
+		strings.Contains(string(out), "Cannot establish any listening sockets") {
+		return errTaken
+	}
+	return fmt.Errorf("the X server %s exited before it was ready (%v): %s", w.spec.Server, werr, tail)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "; ")
+}
+
+func (w *worker) setLayout(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.spec.SetXkbMap, "-display", w.d.Display, "-layout", w.d.Layout)
+	cmd.Env = w.baseEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("setxkbmap -layout %s failed (%v): %s", w.d.Layout, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// startBus starts the desktop's D-Bus session bus on a socket of its own
+// and waits for it to print its address.
+func (w *worker) startBus(ctx context.Context, deadline time.Time, env []string) error {
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	os.Remove(w.spec.BusPath) // a socket left by a killed bus of this name
+	cmd := exec.Command(w.spec.DBusDaemon, "--session", "--nofork", "--nopidfile",
+		"--address=unix:path="+w.spec.BusPath, "--print-address=3")
+	cmd.Env = env
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.ExtraFiles = []*os.File{wr}
+	err = cmd.Start()
+	wr.Close()
+	if err != nil {
+		return fmt.Errorf("start the D-Bus session bus %s: %v", w.spec.DBusDaemon, err)
+	}
+	done := waitFor(cmd)
+	r.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now()) })
+	defer stop()
+	line, rerr := bufio.NewReader(r).ReadString('\n')
+	if rerr != nil {
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("the desktop's D-Bus session bus did not start: %v", rerr)
+	}
+	w.bus, w.busDone = cmd, done
+	w.d.Bus = strings.TrimSpace(line)
+	w.d.DBus = memberOf(cmd.Process.Pid)
+	return nil
+}
+
+// stopBus ends the bus started for the wrong display.
+func (w *worker) stopBus() {
+	w.bus.Process.Signal(syscall.SIGTERM)
+	<-w.busDone
+	w.bus, w.busDone, w.d.Bus, w.d.DBus = nil, nil, "", member{}
+}
+
+// serve owns the desktop until its server dies or ctx ends.
+func (w *worker) serve(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			w.stopAll()
+			w.cleanup()
+			w.markDead("the desktop worker was stopped")
+			return
+		case err := <-w.serverDone:
+			w.server = nil
+			w.stopAll()
+			w.cleanup()
+			w.markDead(fmt.Sprintf("the X server exited (%v)", exitText(err)))
+			return
+		case err := <-w.wmDone:
+			w.wm, w.wmDone = nil, nil
+			fmt.Fprintf(w.log, "the window manager exited (%v); the desktop goes on without one\n", exitText(err))
+			w.d.WindowManager = member{}
+			w.d.Reason = "the window manager exited (" + exitText(err) + ")"
+			writeManifest(w.spec.Dir, &w.d)
+		case err := <-w.busDone:
+			w.bus, w.busDone = nil, nil
+			fmt.Fprintf(w.log, "the D-Bus session bus exited (%v)\n", exitText(err))
+		}
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
+}
+
+// markDead records that the desktop ended, if its manifest is still there
+// (desktop rm removes the directory once the group is gone).
+func (w *worker) markDead(reason string) {
+	if _, err := os.Stat(filepath.Join(w.spec.Dir, manifestName)); err != nil {
+		return
+	}
+	w.d.Status, w.d.Reason = StatusDead, reason
+	writeManifest(w.spec.Dir, &w.d)
+}
+
+// stopAll ends the desktop's processes: TERM, then KILL after the grace.
+func (w *worker) stopAll() {
+	type proc struct {
+		cmd  *exec.Cmd
+		done chan error
+	}
+	var ps []proc
+	for _, p := range []proc{{w.wm, w.wmDone}, {w.bus, w.busDone}, {w.server, w.serverDone}} {
+		if p.cmd != nil && p.done != nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			ps = append(ps, p)
+		}
+	}
+	end := time.After(w.spec.Grace)
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-end:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	w.wm, w.bus, w.server = nil, nil, nil
+}
+
+// cleanup removes what the desktop leaves: the X socket and lock (when no
+// server holds them), the cookie and the bus socket.
+func (w *worker) cleanup() {
+	if w.d.Number > 0 {
+		cleanDisplay(w.d.Number, w.d.Server.PID)
+	}
+	os.Remove(filepath.Join(w.spec.Dir, authorityName))
+	os.Remove(filepath.Join(w.spec.Dir, "server.log"))
+	if w.spec.BusPath != "" {
+		os.Remove(w.spec.BusPath)
+	}
+}
+
+// cleanDisplay removes display num's socket when nothing answers on it, and
+// its lock when the lock names serverPID or a process that is gone. A
+// number another server took since is left alone.
+func cleanDisplay(num, serverPID int) {
+	b, err := os.ReadFile(lockPath(num))
+	if err == nil {
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if _, _, alive := procStart(pid); pid == serverPID || !alive {
+			if err := probe(num, nil, 200*time.Millisecond); errors.Is(err, errNoServer) {
+				os.Remove(lockPath(num))
+			}
+		}
+	}
+	if err := probe(num, nil, 200*time.Millisecond); errors.Is(err, errNoServer) {
+		os.Remove(socketPath(num))
+	}
+}
