@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -123,9 +121,14 @@ func TestCheckArgsNamesWhatExists(t *testing.T) {
 			}
 			continue
 		}
-		var je *jsonrpc.Error
-		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, tc.want) {
-			t.Errorf("checkArgs(%s) = %v, want invalid params saying %q", tc.raw, err, tc.want)
+		// A tool-level error (isError), not a protocol one: MCP 2025-11-25
+		// wants the model to see it and correct the call.
+		var be *badArgs
+		if !errors.As(err, &be) || !strings.Contains(be.msg, tc.want) {
+			t.Errorf("checkArgs(%s) = %v, want bad arguments saying %q", tc.raw, err, tc.want)
+		}
+		if res := argsRefusal(err); !res.IsError || res.StructuredContent.(refusalBody).Code != codeBadArgs {
+			t.Errorf("checkArgs(%s): result %+v, want isError with code %s", tc.raw, res, codeBadArgs)
 		}
 	}
 }
