@@ -216,9 +216,9 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 
 	// Every acting tool is refused, as an answer that says how to enable it.
 	acts := map[string]map[string]any{
-		"spawn": {"name": "s2", "argv": []string{"sh"}},
-		"ask":   {"name": "s1", "text": "echo hi"},
-		"send":  {"name": "s1", "keys": []string{"enter"}},
+		"spawn":  {"name": "s2", "argv": []string{"sh"}},
+		"ask":    {"name": "s1", "text": "echo hi"},
+		"send":   {"name": "s1", "keys": []string{"enter"}},
 		"stop":   {"name": "s1"},
 		"resize": {"name": "s1", "cols": 100, "rows": 30},
 		"rm":     {"name": "s1", "force": true},
