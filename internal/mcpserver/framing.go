@@ -323,7 +323,7 @@ func (c *lineConn) response(m wireMsg) jsonrpc.Message {
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, `invalid request: a message needs a "method" (a request or notification) or, answering a request, an "id" with "result" or "error"`)
 		return nil
 	}
-	raw, _ := json.Marshal(m)
+	raw, _ := json.Marshal(outMsg{JSONRPC: "2.0", ID: m.ID, Result: m.Result, Error: m.Error})
 	msg, err := jsonrpc.DecodeMessage(raw)
 	if err != nil {
 		return nil // an answer to nothing this server asked: dropped
