@@ -58,7 +58,7 @@ type lineTransport struct {
 
 // Connect starts reading r.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := newLineConn(t.r, t.w)
+	c := newLineConn(t.r, t.w, drainTimeout)
 	if t.onConn != nil {
 		t.onConn(c)
 	}
@@ -99,14 +99,17 @@ type lineConn struct {
 	initState int
 	initID    string
 	drained   chan struct{} // closed when pending empties, once stdin ended
+	drainWait time.Duration
 }
 
 // drainTimeout bounds how long requests still running when stdin closes
 // may take to answer before the server ends (and cancels them).
 const drainTimeout = 5 * time.Second
 
-func newLineConn(r io.Reader, w io.Writer) *lineConn {
-	c := &lineConn{w: w, msgs: make(chan readItem), closed: make(chan struct{}),
+// newLineConn reads r; at its end, requests in flight get up to drain to
+// be answered.
+func newLineConn(r io.Reader, w io.Writer, drain time.Duration) *lineConn {
+	c := &lineConn{w: w, drainWait: drain, msgs: make(chan readItem), closed: make(chan struct{}),
 		pending: map[string]*pendingReq{}, byRaw: map[string]string{}, tokens: map[string]json.RawMessage{}}
 	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
 	return c
@@ -177,7 +180,7 @@ func (c *lineConn) drain() {
 	select {
 	case <-ch:
 	case <-c.closed:
-	case <-time.After(drainTimeout):
+	case <-time.After(c.drainWait):
 	}
 }
 
