@@ -333,3 +333,37 @@ func TestMCPRawCancelAsk(t *testing.T) {
 		}
 	}
 }
+
+// A cancelled wait or act gets no response, and the server goes on.
+func TestMCPRawCancelWaitAndAct(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh")
+	m := h.startRawMCP(t, "mcp", "--yes")
+	m.send([]byte(initLine))
+	for string(m.next("initialize").ID) != `"init"` {
+	}
+	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	m.send([]byte(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait","arguments":{"name":"s1","text":"never shown"},"_meta":{"progressToken":false}}}`))
+	m.send([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"act","arguments":{"actions":[{"kind":"wait","ms":5000}],"observe":false}}}`))
+	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`))
+	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`))
+	// The act has no screen here and may be answered before its cancel
+	// arrives: only the wait, which cannot end by itself, must stay silent.
+	for _, r := range m.ping("the cancels") {
+		if string(r.ID) == `"w"` {
+			t.Fatalf("the cancelled wait was answered: %s", r.raw)
+		}
+	}
+	m.send([]byte(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"status","arguments":{"name":"s1"}}}`))
+	for {
+		r := m.next("status after the cancels")
+		if string(r.ID) == `"w"` {
+			t.Fatalf("the cancelled wait was answered: %s", r.raw)
+		}
+		if string(r.ID) == `"s"` {
+			break
+		}
+	}
+}

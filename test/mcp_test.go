@@ -34,13 +34,15 @@ type mcpServer struct {
 	ctx    context.Context
 }
 
-// startMCP starts `agentctl mcp` (with --yes when yes) against h's socket.
-func (h *home) startMCP(t *testing.T, yes bool) *mcpServer {
+// startMCP starts `agentctl mcp` (with --yes when yes, and extra flags)
+// against h's socket.
+func (h *home) startMCP(t *testing.T, yes bool, extra ...string) *mcpServer {
 	t.Helper()
 	args := []string{"mcp"}
 	if yes {
 		args = append(args, "--yes")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin.agentctl, args...)
 	cmd.Env = h.env()
 	stderr := &syncBuffer{}
@@ -381,4 +383,41 @@ func TestMCPWithoutDaemon(t *testing.T) {
 	m.refused("act", map[string]any{"actions": []map[string]any{{"kind": "key", "key": "a"}}}, "disabled", "is agentd running?")
 	h.startDaemon(nil)
 	m.ok("list", nil)
+}
+
+// --max-output cuts a result's text and its structured strings, and says
+// so in both.
+func TestMCPMaxOutput(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh")
+	h.ctl(0, "send", "s1", "seq -w 1 2000 | tr '\\n' ' '; echo; echo the-end\n")
+	m := h.startMCP(t, true, "--max-output", "1500")
+	await(t, 10*time.Second, "the output on s1's screen", func() bool {
+		out, _, _ := h.agentctl("", "snapshot", "s1")
+		return strings.Contains(out, "the-end")
+	})
+	sc, res := m.ok("snapshot", map[string]any{"name": "s1"})
+	if !strings.Contains(text(res), "[cut by --max-output: 1500 of") || len(text(res)) > 1600 {
+		t.Errorf("snapshot text %q, want at most 1500 bytes and the cut said", text(res))
+	}
+	if cut, _ := sc["truncated"].(string); !strings.Contains(cut, "--max-output 1500") || !strings.Contains(cut, "lines dropped from the top") {
+		t.Errorf("snapshot structured content %v, want truncated saying the cap", sc)
+	}
+	if n := len(mustJSON(t, sc)); n > 1800 {
+		t.Errorf("structured content is %d bytes with --max-output 1500", n)
+	}
+	if lines := mustJSON(t, sc["lines"]); !strings.Contains(string(lines), "the-end") {
+		t.Errorf("the cut snapshot lost its last lines: %s", lines)
+	}
+	// Under the cap nothing is cut.
+	sc, _ = m.ok("status", map[string]any{"name": "s1"})
+	if _, cut := sc["truncated"]; cut {
+		t.Errorf("status %v: cut, want it whole", sc)
+	}
+	out, errOut, code := h.agentctl("", "mcp", "--max-output", "-1")
+	if code != 2 || !strings.Contains(errOut, "--max-output") {
+		t.Errorf("agentctl mcp --max-output -1: exit %d, %q %q; want a usage error naming it", code, out, errOut)
+	}
 }

@@ -454,28 +454,44 @@ func capResult(res *mcp.CallToolResult, limit int) *mcp.CallToolResult {
 	}
 	var fields map[string]any
 	if b, err := json.Marshal(res.StructuredContent); err == nil && len(b) > limit && json.Unmarshal(b, &fields) == nil && fields != nil {
-		refs := stringRefs(fields)
+		refs, lists := stringRefs(fields)
 		cut := 0
-		for range 64 {
+		// Long strings first (answers, output, lines), down to
+		// minCutString: names, times and codes stay whole.
+		for range 256 {
 			slices.SortFunc(refs, func(a, b *string) int { return len(*b) - len(*a) })
-			if len(refs) == 0 || len(*refs[0]) <= 16 || len(b) <= limit {
+			if len(refs) == 0 || len(*refs[0]) <= minCutString || len(b) <= limit {
 				break
 			}
 			p := refs[0]
-			keep := max(16, len(*p)-(len(b)-limit)-32)
+			keep := max(minCutString, len(*p)-(len(b)-limit)-32)
 			if keep >= len(*p) {
-				keep = len(*p) / 2
+				keep = max(minCutString, len(*p)/2)
 			}
 			cut += len(*p) - len(cutUTF8(*p, keep))
 			*p = cutUTF8(*p, keep)
 			b, _ = json.Marshal(fields)
 		}
 		if cut > 0 {
-			note := fmt.Sprintf("strings in the structured content cut by %d bytes", cut)
-			if len(b) > limit {
-				note += "; still over the cap: ask for less (a smaller limit or tail, a region)"
+			notes = append(notes, fmt.Sprintf("strings in the structured content cut by %d bytes", cut))
+		}
+		// Then lists of lines (a screen): the first lines go, the last
+		// (where a prompt and the newest output are) stay.
+		dropped := 0
+		for _, l := range lists {
+			for len(b) > limit && len(l.items()) > 1 {
+				l.dropFirst()
+				dropped++
+				b, _ = json.Marshal(fields)
 			}
-			notes = append(notes, note)
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%d lines dropped from the top", dropped))
+		}
+		if len(b) > limit {
+			notes = append(notes, "still over the cap: ask for less (a smaller limit or tail, a region)")
+		}
+		if cut > 0 || dropped > 0 {
 			res.StructuredContent = fields
 		}
 	}
@@ -499,10 +515,25 @@ func capResult(res *mcp.CallToolResult, limit int) *mcp.CallToolResult {
 	return res
 }
 
+// minCutString is the length below which a string is never cut.
+const minCutString = 64
+
+// stringList is a JSON array of strings inside decoded structured content,
+// to drop lines from.
+type stringList struct {
+	parent map[string]any
+	key    string
+}
+
+func (l stringList) items() []any { return l.parent[l.key].([]any) }
+func (l stringList) dropFirst()   { l.parent[l.key] = l.items()[1:] }
+
 // stringRefs turns every string inside v (decoded JSON) into a *string,
-// in place, and returns them, so they can be cut and marshalled again.
-func stringRefs(v any) []*string {
+// in place, and returns them, so they can be cut and marshalled again;
+// and the arrays of strings held by an object key.
+func stringRefs(v any) ([]*string, []stringList) {
 	var refs []*string
+	var lists []stringList
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
@@ -512,9 +543,14 @@ func stringRefs(v any) []*string {
 					p := &s
 					x[k] = p
 					refs = append(refs, p)
-				} else {
-					walk(e)
+					continue
 				}
+				if arr, ok := e.([]any); ok && len(arr) > 0 {
+					if _, isStr := arr[0].(string); isStr {
+						lists = append(lists, stringList{parent: x, key: k})
+					}
+				}
+				walk(e)
 			}
 		case []any:
 			for i, e := range x {
@@ -529,7 +565,7 @@ func stringRefs(v any) []*string {
 		}
 	}
 	walk(v)
-	return refs
+	return refs, lists
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.
