@@ -123,7 +123,8 @@ func startX(t *testing.T, srv *xvfbtest.Server, name string, args ...string) {
 }
 
 // mouseLogger is a program for an xterm that turns on xterm's mouse
-// reporting (SGR) and writes each press as "press BUTTON COL ROW".
+// reporting (SGR) and writes each press and release as "press BUTTON COL
+// ROW" or "release BUTTON COL ROW".
 const mouseLogger = `import os, sys, tty, re
 tty.setraw(0)
 sys.stdout.write("\x1b[?1000h\x1b[?1006h"); sys.stdout.flush()
@@ -135,8 +136,8 @@ while True:
         m = re.search(rb"\x1b\[<(\d+);(\d+);(\d+)([Mm])", buf)
         if not m: break
         buf = buf[m.end():]
-        if m.group(4) == b"M":
-            out.write("press %s %s %s\n" % (m.group(1).decode(), m.group(2).decode(), m.group(3).decode()))
+        kind = "press" if m.group(4) == b"M" else "release"
+        out.write("%s %s %s %s\n" % (kind, m.group(1).decode(), m.group(2).decode(), m.group(3).decode()))
 `
 
 // Each new computer-use action, by its effect on a real X server with a
@@ -160,7 +161,7 @@ func TestMCPSDKComputerUse(t *testing.T) {
 	startX(t, srv, "xterm", "-T", "typehere", "-geometry", "40x10+520+40", "-e", "sh", "-c", "cat > "+typed)
 	startX(t, srv, "xterm", "-T", "dragme", "-geometry", "30x6+200+400")
 	_, mx, my, mw, mh := winGeom(t, srv, "mouselog")
-	_, kx, ky, kw, kh := winGeom(t, srv, "typehere")
+	typeWin, kx, ky, kw, kh := winGeom(t, srv, "typehere")
 	drag, dx, dy, dw, _ := winGeom(t, srv, "dragme")
 	// The mouse logger must be running (it turns reporting on) before the
 	// clicks: wait for its log file.
@@ -174,7 +175,7 @@ func TestMCPSDKComputerUse(t *testing.T) {
 	h.sdkScript(t, "computer",
 		"DISPLAY="+srv.Display,
 		"MOUSE_LOG="+mouseLog, fmt.Sprintf("MOUSE_AT=%d,%d", mx+mw/2, my+mh/2),
-		"TYPED_FILE="+typed, fmt.Sprintf("TYPE_AT=%d,%d", kx+kw/2, ky+kh/2),
+		"TYPED_FILE="+typed, "TYPE_WINDOW="+typeWin, fmt.Sprintf("TYPE_AT=%d,%d", kx+kw/2, ky+kh/2),
 		// The title bar: just above the client area.
 		"DRAG_WINDOW="+drag, fmt.Sprintf("DRAG_FROM=%d,%d", dx+dw/2, dy-8))
 }

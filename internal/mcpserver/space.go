@@ -75,9 +75,10 @@ func (sp space) toImage(p wire.Point) (x, y int, ok bool) {
 // expand turns a model's actions into the daemon's, in screen pixels: the
 // computer-use actions become the daemon's primitives (a triple_click is a
 // double click and a click on one point; a left_click_drag is move, press,
-// a pause, move half way, move, a pause, release: window managers and
-// toolkits start a drag only on motion they saw after the press, and end
-// it where the release finds the pointer),
+// each step apart by a pause: move, pause, press, pause, move half way,
+// move, pause, release. Window managers and toolkits start a drag only on
+// motion they saw after the press and end it where the release finds the
+// pointer),
 // and every point is converted from the image space.
 func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 	var out []wire.Action
@@ -110,6 +111,7 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 			pause := dragPauseMS
 			out = append(out,
 				wire.Action{Kind: "move", X: w.X, Y: w.Y},
+				wire.Action{Kind: "wait", MS: &pause},
 				wire.Action{Kind: "down", Button: button},
 				wire.Action{Kind: "wait", MS: &pause},
 				wire.Action{Kind: "move", X: &mx, Y: &my},
@@ -123,10 +125,11 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 	return out, nil
 }
 
-// dragPauseMS is the pause after a drag's press and before its release.
-// Without it openbox, pressed and released within one batch's burst of
-// events, does not move the window at all.
-const dragPauseMS = 50.0
+// dragPauseMS is the pause around a drag's press and before its release.
+// Without pauses openbox, pressed and released within one batch's burst of
+// events, does not move the window at all; with 50 ms it still missed one
+// drag in four on a loaded machine.
+const dragPauseMS = 100.0
 
 // toScreenActions returns a copy of actions with every x and y converted
 // from the image space to screen pixels. Actions without coordinates pass

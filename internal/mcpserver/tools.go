@@ -503,7 +503,7 @@ func (t *tools) list() []tool {
 			desc: acting(fmt.Sprintf("Perform a batch of input on the X11 screen, in order, then return a screenshot of the result (like screenshot's). "+
 				"x and y are pixels of the LAST SCREENSHOT THIS SERVER RETURNED (not the physical screen); the server converts them with that image's scale, "+
 				"and a point outside that image is refused. Take a screenshot first. At most %d actions per batch (a double click counts as two, a triple_click as three, "+
-				"a left_click_drag as seven) and %d typed characters; one batch at a time for the whole desktop. "+
+				"a left_click_drag as eight) and %d typed characters; one batch at a time for the whole desktop. "+
 				"Kinds: click {x, y, button left|right|middle, double}, triple_click {x, y} (selects a line), left_click_drag {x, y, to_x, to_y} (press at x,y, move, release at to_x,to_y), "+
 				"move {x, y}, down/up {button, optional x, y}, "+
 				"type {text: any Unicode, \\n is Enter}, key {key: e.g. enter, esc, tab, ctrl+s, ctrl+shift+t, alt+f4, f5, a; modifiers}, "+
