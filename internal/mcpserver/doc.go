@@ -43,9 +43,10 @@
 //
 // # Long calls
 //
-// ask, wait and act run on a connection of their own (wire.NewOneShot):
-// when the client cancels, the SDK cancels the handler's context, the
-// connection closes, and agentd cancels the call as it does for agentctl.
+// ask, wait and act run on a connection no other call shares (kept for
+// the next long call when they end normally): when the client cancels, the
+// SDK cancels the handler's context, that connection closes, and agentd
+// cancels the call as it does for agentctl's one-shot connections.
 // ask and wait send progress notifications when the call has a
 // progressToken.
 //

@@ -51,6 +51,10 @@ type tools struct {
 	mu     sync.Mutex
 	client *wire.Client // the connection to agentd; nil until dialled or after it ended
 
+	// lmu guards idle: connections for long calls (see long), none in use.
+	lmu  sync.Mutex
+	idle []*wire.Client
+
 	// smu guards what the model last saw: act converts coordinates from the
 	// last image's space and observes with the same shot, and the loop
 	// guard compares observations with it.
@@ -113,11 +117,17 @@ func instructions(yes bool) string {
 
 func (t *tools) close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.client != nil {
 		t.client.Close()
 		t.client = nil
 	}
+	t.mu.Unlock()
+	t.lmu.Lock()
+	for _, c := range t.idle {
+		c.Close()
+	}
+	t.idle = nil
+	t.lmu.Unlock()
 }
 
 // conn returns the connection to agentd, dialling when there is none or
@@ -141,11 +151,52 @@ func (t *tools) conn(ctx context.Context) (*wire.Client, error) {
 	return c, nil
 }
 
-// oneShot is a connection of its own for one long call (ask, wait, act):
-// cancelling the call closes it, and agentd cancels what the connection
-// asked (the session's log records canceled and its ask lock is free at
-// once). A call on the shared connection could only stop waiting.
-func (t *tools) oneShot() *wire.Client { return wire.NewOneShot(t.cfg.Socket) }
+// maxIdleLong bounds the connections kept for long calls between them.
+const maxIdleLong = 4
+
+// long runs f, a long call (ask, wait, act), on a connection no other call
+// shares: when the client cancels the call, that connection is closed and
+// agentd cancels what it asked (the session's log records canceled and its
+// ask lock is free at once), where a call on the shared connection could
+// only stop waiting. A connection whose call ended normally is kept for the
+// next long call, so a model's act loop does not dial each batch (it would
+// cost about a millisecond a batch) and keeps agentd's per-connection
+// "unchanged" observations.
+func long[R any](ctx context.Context, t *tools, f func(c *wire.Client) (R, error)) (R, error) {
+	var zero R
+	t.lmu.Lock()
+	var c *wire.Client
+	for len(t.idle) > 0 && c == nil {
+		c, t.idle = t.idle[len(t.idle)-1], t.idle[:len(t.idle)-1]
+		select {
+		case <-c.Done():
+			c = nil // agentd restarted or hung up
+		default:
+		}
+	}
+	t.lmu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = wire.Dial(ctx, t.cfg.Socket, wire.ClientOptions{}); err != nil {
+			return zero, err
+		}
+	}
+	r, err := f(c)
+	if ctx.Err() != nil || errors.Is(err, wire.ErrClosed) {
+		c.Close() // the cancel reaches agentd as the connection's end
+		return r, err
+	}
+	t.lmu.Lock()
+	if len(t.idle) < maxIdleLong {
+		t.idle = append(t.idle, c)
+		c = nil
+	}
+	t.lmu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	return r, err
+}
 
 // call runs f with the connection, turning every error into a refusal.
 func call[R any](ctx context.Context, t *tools, f func(c *wire.Client) (R, error), text func(R) string) *mcp.CallToolResult {
@@ -803,7 +854,9 @@ func (t *tools) ask(ctx context.Context, in askIn) *mcp.CallToolResult {
 	}
 	stop := t.progress(ctx, "asking", in.Name)
 	defer stop()
-	return call(ctx, t, func(*wire.Client) (*wire.AskResult, error) { return t.oneShot().Ask(ctx, wire.AskParams(in)) },
+	return call(ctx, t, func(*wire.Client) (*wire.AskResult, error) {
+		return long(ctx, t, func(c *wire.Client) (*wire.AskResult, error) { return c.Ask(ctx, wire.AskParams(in)) })
+	},
 		func(r *wire.AskResult) string { return r.Answer })
 }
 
@@ -820,7 +873,9 @@ func (t *tools) wait(ctx context.Context, in waitIn) *mcp.CallToolResult {
 	}
 	stop := t.progress(ctx, "waiting on", in.Name)
 	defer stop()
-	return call(ctx, t, func(*wire.Client) (*wire.WaitResult, error) { return t.oneShot().Wait(ctx, p) },
+	return call(ctx, t, func(*wire.Client) (*wire.WaitResult, error) {
+		return long(ctx, t, func(c *wire.Client) (*wire.WaitResult, error) { return c.Wait(ctx, p) })
+	},
 		func(r *wire.WaitResult) string {
 			return fmt.Sprintf("%s: %s after %d ms; its screen:\n%s", r.Name, r.Reason, r.ElapsedMS, strings.TrimRight(strings.Join(r.Screen, "\n"), "\n "))
 		})
@@ -895,7 +950,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		p.Screenshot = &shot
 	}
 	// A connection of its own: cancelling the call stops the batch.
-	r, err := t.oneShot().Act(ctx, p)
+	r, err := long(ctx, t, func(c *wire.Client) (*wire.ActResult, error) { return c.Act(ctx, p) })
 	if err != nil {
 		res := failure(withoutImage(err))
 		if errors.Is(err, wire.ErrRefused) {
