@@ -497,6 +497,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if pr.cancelled {
 			return nil
 		}
+		// A result: put the client's id in place of ours in the bytes
+		// (the SDK writes "jsonrpc" then "id" first), so a large result (a
+		// screenshot) is not decoded and encoded again.
+		head := []byte(`{"jsonrpc":"2.0","id":"` + own + `",`)
+		if m.Error == nil && bytes.HasPrefix(b, head) {
+			b = append(append(append([]byte(`{"jsonrpc":"2.0","id":`), pr.raw...), ','), b[len(head):]...)
+			break
+		}
 		var om outMsg
 		if err := json.Unmarshal(b, &om); err != nil {
 			return err
