@@ -292,16 +292,18 @@ func TestMCPRawCancelAsk(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	h.ctl(0, "spawn", "s1", "--", "sh")
+	// Python, whose REPL answers ctrl+c with a new prompt wherever it
+	// lands (sh ignores one that comes before it started the command).
+	h.ctl(0, "spawn", "s1", "--", "python3", "-q")
 	m := h.startRawMCP(t, "mcp", "--yes")
 	m.send([]byte(initLine))
 	for string(m.next("initialize").ID) != `"init"` {
 	}
 	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	m.send([]byte(`{"jsonrpc":"2.0","id":42.5,"method":"tools/call","params":{"name":"ask","arguments":{"name":"s1","text":"sleep 30; echo done"}}}`))
+	m.send([]byte(`{"jsonrpc":"2.0","id":42.5,"method":"tools/call","params":{"name":"ask","arguments":{"name":"s1","text":"import time; time.sleep(30)"}}}`))
 	await(t, 20*time.Second, "the ask to reach s1", func() bool {
 		out, _, _ := h.agentctl("", "logs", "s1", "--json")
-		return strings.Contains(out, "sleep 30")
+		return strings.Contains(out, "time.sleep(30)")
 	})
 	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42.5,"reason":"test"}}`))
 	await(t, 20*time.Second, "canceled in s1's log", func() bool {
@@ -314,14 +316,14 @@ func TestMCPRawCancelAsk(t *testing.T) {
 	// hold for 30 s and answer lock_timeout).
 	m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42.5}}`))
 	h.ctl(0, "send", "s1", "--keys", "ctrl+c")
-	m.send([]byte(`{"jsonrpc":"2.0","id":43,"method":"tools/call","params":{"name":"ask","arguments":{"name":"s1","text":"echo next-$((6*7))","until":"next-42","lock_timeout_ms":10000,"timeout_ms":20000}}}`))
+	m.send([]byte(`{"jsonrpc":"2.0","id":43,"method":"tools/call","params":{"name":"ask","arguments":{"name":"s1","text":"print('next', 6*7)","until":"next 42","lock_timeout_ms":10000,"timeout_ms":20000}}}`))
 	for {
 		r := m.next("the next ask")
 		if string(r.ID) == "42.5" {
 			t.Fatalf("the cancelled request was answered: %s", r.raw)
 		}
 		if string(r.ID) == "43" {
-			if !strings.Contains(string(r.raw), "next-42") || strings.Contains(string(r.raw), `"isError":true`) {
+			if !strings.Contains(string(r.raw), "next 42") || strings.Contains(string(r.raw), `"isError":true`) {
 				t.Fatalf("the ask after the cancelled one: %s", r.raw)
 			}
 			break

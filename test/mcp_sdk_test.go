@@ -60,7 +60,8 @@ func TestMCPSDKCancelAsk(t *testing.T) {
 	t.Parallel()
 	h := newHome(t)
 	h.startDaemon(nil)
-	h.ctl(0, "spawn", "s1", "--", "sh")
+	// Python: its REPL answers ctrl+c with a prompt wherever it lands.
+	h.ctl(0, "spawn", "s1", "--", "python3", "-q")
 	h.sdkScript(t, "cancel", "SESSION=s1")
 }
 

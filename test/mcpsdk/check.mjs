@@ -68,8 +68,8 @@ async function okCall(name, args) {
 
 async function cancel() {
   const ac = new AbortController();
-  const pending = call('ask', { name: session, text: 'sleep 30; echo slept' }, { signal: ac.signal, timeout: 120000 });
-  await awaitCond('the ask to reach the session', 20000, async () => (await logsText()).includes('sleep 30'));
+  const pending = call('ask', { name: session, text: 'import time; time.sleep(30)' }, { signal: ac.signal, timeout: 120000 });
+  await awaitCond('the ask to reach the session', 20000, async () => (await logsText()).includes('time.sleep(30)'));
   ac.abort('the test cancels');
   try {
     await pending;
@@ -83,8 +83,8 @@ async function cancel() {
   // then the next ask must not wait for the cancelled ask's lock, which
   // would hold 30 s and answer lock_timeout.
   await okCall('send', { name: session, keys: ['ctrl+c'] });
-  const r = await okCall('ask', { name: session, text: 'echo after-$((6*7))', until: 'after-42', lock_timeout_ms: 10000, timeout_ms: 20000 });
-  if (!text(r).includes('after-42')) fail('the next ask answered ' + text(r));
+  const r = await okCall('ask', { name: session, text: "print('after', 6*7)", until: 'after 42', lock_timeout_ms: 10000, timeout_ms: 20000 });
+  if (!text(r).includes('after 42')) fail('the next ask answered ' + text(r));
   ok('the next ask answered at once: ' + text(r).trim().slice(0, 40));
 }
 
