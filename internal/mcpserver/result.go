@@ -322,14 +322,40 @@ func (t tool) checkLimits(rs *jsonschema.Resolved, raw json.RawMessage) error {
 	return nil
 }
 
-// schemaProblem words a schema validation error: "limit: 0 is below the
-// minimum 1" rather than the validator's JSON pointers.
+// schemaProblem words a schema validation error: "limit: 0 is less than 1
+// (minimum)" rather than the validator's JSON pointers and rationals.
 func schemaProblem(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "validating root: ")
+	msg := strings.TrimPrefix(err.Error(), "validating root: ")
 	msg = strings.ReplaceAll(msg, "validating /properties/", "")
+	parts := strings.Split(msg, ": ")
+	for k, p := range parts {
+		if !schemaKeywords[p] {
+			continue
+		}
+		path := "an argument"
+		if k > 0 {
+			path = parts[k-1]
+			path = strings.ReplaceAll(path, "/items/properties/", "[].")
+			path = strings.ReplaceAll(path, "/items", "[]")
+			path = strings.ReplaceAll(path, "properties/", "")
+		}
+		detail := strings.Join(parts[k+1:], ": ")
+		detail = rationalOne.ReplaceAllString(detail, "$1")
+		detail = trailingZeros.ReplaceAllString(detail, "$1")
+		return fmt.Sprintf("%s: %s (%s)", path, detail, p)
+	}
 	return msg
 }
+
+// schemaKeywords are the checks a validation error names.
+var schemaKeywords = map[string]bool{"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"enum": true, "const": true, "pattern": true, "minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
+	"required": true, "type": true}
+
+var (
+	rationalOne   = regexp.MustCompile(`(-?\d+)/1\b`)
+	trailingZeros = regexp.MustCompile(`(\d+)\.0+\b`)
+)
 
 // answer is a successful result: the structured content is v's JSON object
 // with "ok": true added, and the text is text, or that JSON when text is

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -159,5 +161,37 @@ func TestFailedBatchDetailsLoseTheImage(t *testing.T) {
 	b, _ := json.Marshal(res.StructuredContent)
 	if strings.Contains(string(b), `"image"`) || !strings.Contains(string(b), `"actions_run":2`) || !strings.Contains(string(b), `"ok":false`) {
 		t.Errorf("structured content %s, want the details without the image", b)
+	}
+}
+
+func TestLimitsAreEnforcedWithPlainWords(t *testing.T) {
+	for _, tc := range []struct {
+		tool, raw, want string
+	}{
+		{"logs", `{"name":"x","limit":0}`, "logs: limit: 0 is less than 1 (minimum)"},
+		{"spawn", `{"name":"x","argv":["sh"],"cols":0}`, "spawn: cols: 0 is less than 1 (minimum)"},
+		{"act", `{"actions":[{"kind":"scroll","amount":50}]}`, "act: actions[].amount: 50 is greater than 20 (maximum)"},
+		{"act", `{"actions":[]}`, "act: actions: array length 0 is less than 1 (minItems)"},
+		{"logs", `{"name":"x","limit":5}`, ""},
+	} {
+		for _, tl := range (&tools{}).list() {
+			if tl.name != tc.tool {
+				continue
+			}
+			var s jsonschema.Schema
+			b, _ := json.Marshal(tl.inputSchema())
+			json.Unmarshal(b, &s)
+			rs, err := s.Resolve(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tl.checkLimits(rs, json.RawMessage(tc.raw))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s %s: %v, want no error", tc.tool, tc.raw, err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("%s %s: %v, want %q", tc.tool, tc.raw, err, tc.want)
+			}
+		}
 	}
 }
