@@ -100,8 +100,10 @@ async function progress() {
   if (!seen.some((p) => (p.message || '').includes('its screen ends'))) fail('no progress message says what the session shows: ' + JSON.stringify(seen));
   ok(`${seen.length} progress notifications, the last: ${seen[seen.length - 1].message}`);
   const w = [];
-  await okCall('send', { name: session, text: 'sleep 2; echo woke-up\n' });
-  const wr = await call('wait', { name: session, text: 'woke-up', timeout_ms: 30000 }, { onprogress: (p) => w.push(p), timeout: 60000 });
+  // The text waited for is not in the command line (its echo would end
+  // the wait at once).
+  await okCall('send', { name: session, text: 'sleep 2; echo woke-$((1+1))\n' });
+  const wr = await call('wait', { name: session, text: 'woke-2', timeout_ms: 30000 }, { onprogress: (p) => w.push(p), timeout: 60000 });
   if (wr.isError) fail('wait: ' + JSON.stringify(wr).slice(0, 400));
   if (w.length < 1) fail('no progress notification during a wait');
   ok(`wait ended (${wr.structuredContent.reason}) after ${w.length} progress notifications`);
