@@ -110,8 +110,8 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		desc: "Answer a question that reached you through the agentd channel: give the event's ask_id (from its meta) and your complete answer as text. " +
 			"The asker waits for exactly this reply; an ask can be answered once.",
 		args: []arg{
-			{"ask_id", map[string]any{"type": "string", "description": "the ask_id from the channel event's meta, e.g. ask-1a2b3c"}, true},
-			{"text", map[string]any{"type": "string", "description": "your complete answer, as plain text (at most 64 KiB)"}, true},
+			{"ask_id", map[string]any{"type": "string", "minLength": 1, "description": "the ask_id from the channel event's meta, e.g. ask-1a2b3c"}, true},
+			{"text", map[string]any{"type": "string", "maxLength": 65536, "description": "your complete answer, as plain text (at most 64 KiB)"}, true},
 		},
 	}, b.reply)}, 0)
 	if err != nil {
