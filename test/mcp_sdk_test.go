@@ -89,8 +89,12 @@ func TestMCPSDKOutputSchemas(t *testing.T) {
 func winGeom(t *testing.T, srv *xvfbtest.Server, title string) (id string, x, y, w, hgt int) {
 	t.Helper()
 	var out, last []byte
-	await(t, 20*time.Second, "the window "+title, func() bool {
+	deadline := time.Now().Add(20 * time.Second)
+	await(t, 25*time.Second, "the window "+title, func() bool {
 		ids, err := srv.Command("xdotool", "search", "--onlyvisible", "--name", "^"+title+"$").Output()
+		if time.Now().After(deadline) {
+			t.Fatalf("no window %s after 20 s: xdotool search: %v %q; last xwininfo: %s", title, err, ids, out)
+		}
 		if err != nil {
 			return false
 		}
@@ -114,12 +118,24 @@ func winGeom(t *testing.T, srv *xvfbtest.Server, title string) (id string, x, y,
 func startX(t *testing.T, srv *xvfbtest.Server, name string, args ...string) {
 	t.Helper()
 	cmd := srv.Command(name, args...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Skipf("%s: %v", name, err)
 	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+		select {
+		case <-done:
+			if !t.Failed() {
+				break
+			}
+			t.Logf("%s %v ended early: %v\n%s", name, args, cmd.ProcessState, stderr)
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
 	})
 }
 
