@@ -339,10 +339,11 @@ func testMCPBridge(t *testing.T, protocolVersion string) {
 	if st, _, _ := h.agentctl("", "--json", "status", "cc"); !strings.Contains(st, `"asks":1`) {
 		t.Errorf("asks counter after a channel ask: %s", st)
 	}
-	// Replying again is refused, as an answer with ok false (not an error).
+	// Replying again is refused, as a tool error with ok false (not a
+	// protocol error).
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "reply", Arguments: map[string]any{"ask_id": ev.Meta["ask_id"], "text": "again"}})
-	if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"ok":false`) {
-		t.Errorf("second reply: %+v %v, want a result with ok false", res, err)
+	if err != nil || !res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"ok":false`) {
+		t.Errorf("second reply: %+v %v, want a tool error with ok false", res, err)
 	}
 	if strings.Contains(bridgeErr.String(), "panic") {
 		t.Errorf("bridge stderr: %s", bridgeErr)

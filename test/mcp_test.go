@@ -34,13 +34,15 @@ type mcpServer struct {
 	ctx    context.Context
 }
 
-// startMCP starts `agentctl mcp` (with --yes when yes) against h's socket.
-func (h *home) startMCP(t *testing.T, yes bool) *mcpServer {
+// startMCP starts `agentctl mcp` (with --yes when yes, and extra flags)
+// against h's socket.
+func (h *home) startMCP(t *testing.T, yes bool, extra ...string) *mcpServer {
 	t.Helper()
 	args := []string{"mcp"}
 	if yes {
 		args = append(args, "--yes")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin.agentctl, args...)
 	cmd.Env = h.env()
 	stderr := &syncBuffer{}
@@ -61,23 +63,25 @@ func (h *home) startMCP(t *testing.T, yes bool) *mcpServer {
 	return &mcpServer{t: t, cs: cs, stderr: stderr, ctx: ctx}
 }
 
-// call calls a tool and insists on a result (not a protocol error) with
-// isError false and a top-level ok; it returns the structured content.
-func (m *mcpServer) call(name string, args map[string]any) (map[string]any, *mcp.CallToolResult) {
+// call calls a tool and insists on a result (not a protocol error) with a
+// top-level ok, and isError set exactly when ok is false (MCP's tool-level
+// error); it returns the structured content.
+func (m *mcpServer) call(name string, args any) (map[string]any, *mcp.CallToolResult) {
 	m.t.Helper()
 	res, err := m.cs.CallTool(m.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		m.t.Fatalf("%s %v: protocol error %v, want a result", name, args, err)
 	}
-	if res.IsError {
-		m.t.Fatalf("%s %v: isError true (%s), want false: refusals are answers", name, args, text(res))
-	}
 	var sc map[string]any
 	if err := json.Unmarshal(mustJSON(m.t, res.StructuredContent), &sc); err != nil || sc == nil {
 		m.t.Fatalf("%s: structured content %v is not an object", name, res.StructuredContent)
 	}
-	if _, ok := sc["ok"].(bool); !ok {
+	ok, isBool := sc["ok"].(bool)
+	if !isBool {
 		m.t.Fatalf("%s: structured content has no boolean ok: %v", name, sc)
+	}
+	if res.IsError == ok {
+		m.t.Fatalf("%s %v: isError %v with ok %v (%s): a refusal is a tool error, a success is not", name, args, res.IsError, ok, text(res))
 	}
 	return sc, res
 }
@@ -92,9 +96,9 @@ func (m *mcpServer) ok(name string, args map[string]any) (map[string]any, *mcp.C
 	return sc, res
 }
 
-// refused calls a tool that must answer ok false with code, and a reason
-// holding every one of want.
-func (m *mcpServer) refused(name string, args map[string]any, code string, want ...string) map[string]any {
+// refused calls a tool that must answer ok false (isError) with code, and
+// a reason holding every one of want.
+func (m *mcpServer) refused(name string, args any, code string, want ...string) map[string]any {
 	m.t.Helper()
 	sc, _ := m.call(name, args)
 	reason, _ := sc["reason"].(string)
@@ -109,8 +113,15 @@ func (m *mcpServer) refused(name string, args map[string]any, code string, want 
 	return sc
 }
 
+// badArgs calls a tool with arguments that do not fit: a tool error
+// (isError, code invalid_arguments) whose reason holds every one of want.
+func (m *mcpServer) badArgs(name string, args any, want ...string) {
+	m.t.Helper()
+	m.refused(name, args, "invalid_arguments", want...)
+}
+
 // malformed calls a tool that must be a protocol error whose message holds
-// every one of want.
+// every one of want: only an unknown tool is.
 func (m *mcpServer) malformed(name string, args any, want ...string) {
 	m.t.Helper()
 	res, err := m.cs.CallTool(m.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -146,8 +157,8 @@ func image(res *mcp.CallToolResult) *mcp.ImageContent {
 }
 
 var (
-	lookTools = []string{"list", "status", "snapshot", "logs", "screenshot", "screen"}
-	actTools  = []string{"spawn", "ask", "send", "stop", "act"}
+	lookTools = []string{"list", "status", "snapshot", "logs", "wait", "screenshot", "zoom", "cursor_position", "screen", "channels"}
+	actTools  = []string{"spawn", "ask", "send", "resize", "stop", "rm", "push", "act"}
 )
 
 func TestMCPToolsLookThenAct(t *testing.T) {
@@ -207,11 +218,14 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 
 	// Every acting tool is refused, as an answer that says how to enable it.
 	acts := map[string]map[string]any{
-		"spawn": {"name": "s2", "argv": []string{"sh"}},
-		"ask":   {"name": "s1", "text": "echo hi"},
-		"send":  {"name": "s1", "keys": []string{"enter"}},
-		"stop":  {"name": "s1"},
-		"act":   {"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}},
+		"spawn":  {"name": "s2", "argv": []string{"sh"}},
+		"ask":    {"name": "s1", "text": "echo hi"},
+		"send":   {"name": "s1", "keys": []string{"enter"}},
+		"stop":   {"name": "s1"},
+		"resize": {"name": "s1", "cols": 100, "rows": 30},
+		"rm":     {"name": "s1", "force": true},
+		"push":   {"session": "s1", "message": "hi"},
+		"act":    {"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}},
 	}
 	for _, name := range actTools {
 		ro.refused(name, acts[name], "disabled", "--yes", "agentctl mcp --yes")
@@ -241,7 +255,7 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 	})
 
 	// act's coordinates are the last screenshot's: none yet on this server.
-	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}}, "invalid_params", "take a screenshot first")
+	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}}, "invalid_arguments", "take a screenshot first")
 	rw.ok("screenshot", nil)
 	sc, _ = rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 512, "y": 288}}})
 	if x, y := pointer(t, srv); x != 960 || y != 540 {
@@ -251,7 +265,7 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 	if x, y := pointer(t, srv); x != 1919 || y != 1079 {
 		t.Errorf("move to the image's last pixel put the pointer at %d,%d, want 1919,1079", x, y)
 	}
-	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1024, "y": 10}}}, "invalid_params", "1024x576", "action 1")
+	rw.refused("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1024, "y": 10}}}, "invalid_arguments", "1024x576", "action 1")
 	// A screenshot of a region: coordinates follow it.
 	sc, _ = rw.ok("screenshot", map[string]any{"region": map[string]any{"x": 100, "y": 200, "width": 400, "height": 300}, "format": "png"})
 	if sc["scale"] != 1.0 || sc["format"] != "png" {
@@ -277,25 +291,36 @@ func TestMCPBadInput(t *testing.T) {
 	h.startDaemon([]string{"--allow-act", "--display", srv.Display})
 	m := h.startMCP(t, true)
 
-	// Malformed calls are protocol errors naming what exists.
+	// An unknown tool is a protocol error naming what exists.
 	m.malformed("frobnicate", nil, `unknown tool "frobnicate"`, "list, status, snapshot")
-	m.malformed("status", map[string]any{"name": "x", "bogus": 1}, `"bogus"`, "name (required)")
-	m.malformed("status", map[string]any{}, `needs the argument "name"`)
-	m.malformed("status", map[string]any{"name": 5}, "name must be a string")
-	m.malformed("spawn", map[string]any{"name": "x", "argv": "sh"}, "argv must be an array")
-	m.malformed("spawn", map[string]any{"name": "x", "argv": []string{"sh"}, "cols": "80"}, "cols must be an integer")
-	m.malformed("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": "10", "y": 1}}}, "must be a number")
-	m.malformed("act", map[string]any{"actions": []map[string]any{{"kind": "move", "wobble": 1}}}, `unknown field "wobble"`, "an action takes kind")
-	m.malformed("act", map[string]any{"observe": true}, `needs the argument "actions"`)
-	m.malformed("screenshot", map[string]any{"region": map[string]any{"x": 0, "y": 0, "w": 5, "h": 5}}, `unknown field`, "screenshot")
+	// Arguments that do not fit are tool errors naming the fix.
+	m.badArgs("status", map[string]any{"name": "x", "bogus": 1}, `"bogus"`, "name (required)")
+	m.badArgs("status", map[string]any{}, `needs the argument "name"`)
+	m.badArgs("status", map[string]any{"name": 5}, "name must be a string")
+	m.badArgs("spawn", map[string]any{"name": "x", "argv": "sh"}, "argv must be an array")
+	m.badArgs("spawn", map[string]any{"name": "x", "argv": []string{"sh"}, "cols": "80"}, "cols must be an integer")
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": "10", "y": 1}}}, "must be a number")
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "move", "wobble": 1}}}, `unknown field "wobble"`, "an action takes kind")
+	m.badArgs("act", map[string]any{"observe": true}, `needs the argument "actions"`)
+	m.badArgs("screenshot", map[string]any{"region": map[string]any{"x": 0, "y": 0, "w": 5, "h": 5}}, `unknown field`, "screenshot")
+	// The schema's limits are the server's.
+	m.badArgs("logs", map[string]any{"name": "x", "limit": 0}, "limit", "minimum")
+	m.badArgs("spawn", map[string]any{"name": "x", "argv": []string{"sh"}, "cols": 0}, "cols", "minimum")
+	m.badArgs("act", map[string]any{"actions": []any{}}, "actions", "1")
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "scroll", "direction": "up", "amount": 50}}}, "amount", "maximum")
+	// modifiers are held only for key.
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1, "y": 1, "modifiers": []string{"ctrl"}}}}, "modifiers are held only for key")
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "left_click_drag", "x": 1, "y": 1}}}, "to_x and to_y")
+	m.badArgs("wait", map[string]any{"name": "x"}, "say what to wait for")
+	m.badArgs("push", map[string]any{"message": "x"}, "session or channel_id")
+	m.badArgs("zoom", map[string]any{"x": 0, "y": 0, "width": 10, "height": 10}, "take a screenshot first")
 
-	// Well-formed calls the daemon refuses are answers.
-	m.refused("act", map[string]any{"actions": []any{}}, "invalid_params", "at least one")
+	// Well-formed calls the daemon refuses are tool errors too.
 	many := make([]map[string]any, 25)
 	for i := range many {
 		many[i] = map[string]any{"kind": "wait", "ms": 1}
 	}
-	m.refused("act", map[string]any{"actions": many}, "invalid_params", "24")
+	m.badArgs("act", map[string]any{"actions": many}, "24")
 	m.refused("act", map[string]any{"actions": []map[string]any{{"kind": "type", "text": strings.Repeat("a", 1001)}}}, "invalid_params", "1000")
 	m.refused("screenshot", map[string]any{"region": map[string]any{"x": 5000, "y": 0, "width": 10, "height": 10}}, "invalid_params")
 	m.refused("status", map[string]any{"name": "nobody"}, "agent_not_found", "nobody")
@@ -314,8 +339,8 @@ func TestMCPLoopGuard(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		m.ok("act", same)
 	}
-	m.refused("act", same, "refused", "loop guard", "look again")
-	m.refused("act", same, "refused", "loop guard")
+	m.refused("act", same, "refused", "loop guard", "look again", "fourth batch in a row", "after the last 3")
+	m.refused("act", same, "refused", "loop guard", "fifth batch in a row", "after the last 3")
 	// Other actions run, and reset the count.
 	m.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 51, "y": 60}}})
 	for i := 0; i < 3; i++ {
@@ -358,4 +383,41 @@ func TestMCPWithoutDaemon(t *testing.T) {
 	m.refused("act", map[string]any{"actions": []map[string]any{{"kind": "key", "key": "a"}}}, "disabled", "is agentd running?")
 	h.startDaemon(nil)
 	m.ok("list", nil)
+}
+
+// --max-output cuts a result's text and its structured strings, and says
+// so in both.
+func TestMCPMaxOutput(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "s1", "--", "sh")
+	h.ctl(0, "send", "s1", "seq -w 1 2000 | tr '\\n' ' '; echo; echo the-end\n")
+	m := h.startMCP(t, true, "--max-output", "1500")
+	await(t, 10*time.Second, "the output on s1's screen", func() bool {
+		out, _, _ := h.agentctl("", "snapshot", "s1")
+		return strings.Contains(out, "1999 2000") // in the output, not the command line
+	})
+	sc, res := m.ok("snapshot", map[string]any{"name": "s1"})
+	if !strings.Contains(text(res), "[cut by --max-output: 1500 of") || len(text(res)) > 1600 {
+		t.Errorf("snapshot text %q, want at most 1500 bytes and the cut said", text(res))
+	}
+	if cut, _ := sc["truncated"].(string); !strings.Contains(cut, "--max-output 1500") || !strings.Contains(cut, "lines dropped from the top") {
+		t.Errorf("snapshot structured content %v, want truncated saying the cap", sc)
+	}
+	if n := len(mustJSON(t, sc)); n > 1800 {
+		t.Errorf("structured content is %d bytes with --max-output 1500", n)
+	}
+	if lines := mustJSON(t, sc["lines"]); !strings.Contains(string(lines), "the-end") {
+		t.Errorf("the cut snapshot lost its last lines: %s", lines)
+	}
+	// Under the cap nothing is cut.
+	sc, _ = m.ok("status", map[string]any{"name": "s1"})
+	if _, cut := sc["truncated"]; cut {
+		t.Errorf("status %v: cut, want it whole", sc)
+	}
+	out, errOut, code := h.agentctl("", "mcp", "--max-output", "-1")
+	if code != 2 || !strings.Contains(errOut, "--max-output") {
+		t.Errorf("agentctl mcp --max-output -1: exit %d, %q %q; want a usage error naming it", code, out, errOut)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -30,14 +31,19 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 
 func mcpVerb() verb {
 	var yes bool
+	maxOutput := -1
 	return verb{
-		use:     "mcp [--yes]",
+		use:     "mcp [--yes] [--max-output BYTES]",
 		summary: "serve sessions and the screen to a model as MCP tools on stdio (for an MCP config); read-only unless --yes",
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, stop, act")
+			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, resize, stop, rm, push, act")
+			fs.IntVar(&maxOutput, "max-output", 100000, "cap each tool result's text at this many bytes (the result says what was cut); 0: no cap")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var rest []string
+			if maxOutput < 0 {
+				return nil, usagef("mcp: --max-output %d: give 0 (no cap) or a number of bytes", maxOutput)
+			}
+			rest := []string{"--max-output", strconv.Itoa(maxOutput)}
 			if yes {
 				rest = append(rest, "--yes")
 			}

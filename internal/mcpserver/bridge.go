@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -58,24 +59,6 @@ type bridge struct {
 
 	mu     sync.Mutex
 	client *wire.Client // agentd, while connected
-}
-
-// captureTransport hands out the connection its inner transport makes, so
-// the bridge can write notifications the SDK does not know.
-type captureTransport struct {
-	inner mcp.Transport
-	b     *bridge
-}
-
-// Connect connects the inner transport and keeps the connection.
-func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err == nil {
-		t.b.connMu.Lock()
-		t.b.conn = c
-		t.b.connMu.Unlock()
-	}
-	return c, err
 }
 
 func (b *bridge) logf(format string, args ...any) {
@@ -122,17 +105,24 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 			return next(ctx, method, req)
 		}
 	})
-	addTools(srv, []tool{typedTool(tool{
-		name: "reply",
+	err := addTools(srv, []tool{typedTool(tool{
+		name: "reply", out: reflect.TypeFor[wire.ChannelReplyResult](),
 		desc: "Answer a question that reached you through the agentd channel: give the event's ask_id (from its meta) and your complete answer as text. " +
 			"The asker waits for exactly this reply; an ask can be answered once.",
 		args: []arg{
-			{"ask_id", map[string]any{"type": "string", "description": "the ask_id from the channel event's meta, e.g. ask-1a2b3c"}, true},
-			{"text", map[string]any{"type": "string", "description": "your complete answer, as plain text (at most 64 KiB)"}, true},
+			{"ask_id", map[string]any{"type": "string", "minLength": 1, "description": "the ask_id from the channel event's meta, e.g. ask-1a2b3c"}, true},
+			{"text", map[string]any{"type": "string", "maxLength": 65536, "description": "your complete answer, as plain text (at most 64 KiB)"}, true},
 		},
-	}, b.reply)})
+	}, b.reply)}, 0)
+	if err != nil {
+		return err
+	}
 
-	tr := &captureTransport{inner: &mcp.IOTransport{Reader: io.NopCloser(cfg.Stdin), Writer: nopWriteCloser{cfg.Stdout}}, b: b}
+	tr := &lineTransport{r: cfg.Stdin, w: cfg.Stdout, onConn: func(c *lineConn) {
+		b.connMu.Lock()
+		b.conn = c
+		b.connMu.Unlock()
+	}}
 	ss, err := srv.Connect(ctx, tr, nil)
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)
@@ -160,11 +150,6 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	<-daemonDone
 	return nil
 }
-
-// nopWriteCloser keeps the MCP transport from closing agentctl's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // serveDaemon keeps a channel registered with agentd until ctx ends,
 // connecting again after agentd restarts.

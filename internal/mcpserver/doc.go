@@ -20,21 +20,40 @@
 // `agentctl mcp` and `agentctl channel mcp` exec agentctl-mcp, found beside
 // agentctl or on $PATH. A test keeps the SDK out of agentctl's dependencies.
 //
+// # Stdin: a framing layer of their own
+//
+// Both servers read stdin through framing.go, not the SDK's stream
+// decoder: one line that is not a JSON-RPC message is answered (-32700 or
+// -32600, id null when it cannot be read) and costs only itself; request
+// ids and progress tokens go back exactly as the client wrote them; a
+// cancelled request gets no response. See framing.go.
+//
 // # Results and errors: one rule for both servers
 //
-// A refused or failed call is an answer: a normal tool result whose
-// structured content has "ok": false, a code and a reason a model can relay
-// to the user, with isError false. A model that sees a protocol error
-// concludes the tool is broken and retries; one that reads a reason can act
-// on it. Only a malformed call (unknown tool, unknown or missing argument,
-// wrong type) is a JSON-RPC error (invalid params), and its message names
-// what exists. Every tool result carries a top-level "ok". result.go is the
+// A refused or failed call, and a call whose arguments do not fit the
+// tool (unknown, missing, wrong type, out of the schema's limits), is a
+// tool result with isError set (MCP's tool-level error, 2025-11-25), whose
+// structured content has "ok": false, a code and a reason naming the fix:
+// the model sees it and can correct the call or relay it, where a protocol
+// error would read as a broken tool. Only an unknown tool is a JSON-RPC
+// error (invalid params), its message naming the tools that exist. Every
+// structured content carries a top-level "ok" and fits the tool's
+// outputSchema, generated from the contract's Go types. result.go is the
 // one place both servers build these from.
+//
+// # Long calls
+//
+// ask, wait and act run on a connection no other call shares (kept for
+// the next long call when they end normally): when the client cancels, the
+// SDK cancels the handler's context, that connection closes, and agentd
+// cancels the call as it does for agentctl's one-shot connections.
+// ask and wait send progress notifications when the call has a
+// progressToken.
 //
 // # The gate
 //
 // Without --yes the tools server is read-only. The acting tools (spawn,
-// ask, send, stop, act) are still listed, with descriptions that say they
+// ask, send, resize, stop, rm, push, act) are still listed, with descriptions that say they
 // are disabled and how the user enables them: a model that does not see a
 // tool concludes it does not exist, one that sees it disabled can tell the
 // user what to change. A per-call "confirm" argument would be written by
@@ -42,6 +61,7 @@
 // the user edits. Acting on the screen also needs the daemon's consent
 // (agentd --allow-act); a refusal says which of the two is missing.
 //
-// It imports pkg/wire, internal/buildinfo and the SDK; never the daemon
-// side (session, capture, daemon).
+// It imports pkg/wire, internal/buildinfo, the SDK and the SDK's schema
+// package (google/jsonschema-go); never the daemon side (session,
+// capture, daemon).
 package mcpserver

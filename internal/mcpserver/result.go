@@ -6,8 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,10 +43,19 @@ type arg struct {
 // arguments decoded into the value newIn makes, only after they were
 // checked against args: a malformed call never reaches it.
 type tool struct {
-	name     string
-	desc     string
-	args     []arg
-	readOnly bool
+	name string
+	desc string
+	args []arg
+	// The behaviour hints every tool declares (MCP's annotations):
+	// readOnly tools change nothing; an acting tool is destructive when it
+	// can undo or overwrite (typing into a program, ending one),
+	// idempotent when a second identical call changes nothing more, and
+	// openWorld when what it reaches is not only agentd's own state (a
+	// program it starts or types into, the screen's applications).
+	readOnly, destructive, idempotent, openWorld bool
+	// out is the Go type of a successful result's structured content; its
+	// JSON schema (with ok) is the tool's outputSchema.
+	out reflect.Type
 	// nested names the fields of objects inside the arguments, for the
 	// message when one has an unknown field.
 	nested string
@@ -86,9 +101,9 @@ func (t tool) takes() string {
 }
 
 // checkArgs checks raw against the tool's arguments and types: an unknown
-// or missing argument or a wrong type is a malformed call, answered with a
-// JSON-RPC invalid-params error that names the arguments that exist. The
-// arguments are decoded into into.
+// or missing argument or a wrong type is a malformed call, answered with an
+// isError result that names the arguments that exist. The arguments are
+// decoded into into.
 func (t tool) checkArgs(raw json.RawMessage, into any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -161,33 +176,116 @@ func jsonTypeName(kind string) string {
 	return kind
 }
 
-// malformed is the protocol error for a call that is not well formed.
+// badArgs is a call whose arguments do not fit the tool: answered as an
+// isError result (code invalid_arguments) so the model can correct itself.
+type badArgs struct{ msg string }
+
+func (e *badArgs) Error() string { return e.msg }
+
+// malformed is the error for a call whose arguments are not well formed.
 func malformed(format string, args ...any) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+	return &badArgs{msg: fmt.Sprintf(format, args...)}
 }
 
-// addTools registers tools on srv in order, with argument checking, and
-// makes a call to a tool that does not exist a protocol error naming the
-// tools that do (the SDK's own message names none).
-func addTools(srv *mcp.Server, tools []tool) {
+// codeBadArgs marks a result refused for its arguments.
+const codeBadArgs = "invalid_arguments"
+
+// requestKey carries the call's request to a handler (progress
+// notifications need its session and token).
+type requestKey struct{}
+
+// requestOf is the call's request, or nil.
+func requestOf(ctx context.Context) *mcp.CallToolRequest {
+	r, _ := ctx.Value(requestKey{}).(*mcp.CallToolRequest)
+	return r
+}
+
+// outputSchema is a tool's outputSchema: either its result type's schema
+// with ok true (generated from the contract's Go types, so a field added
+// there is declared at once), or a refusal. MCP clients check
+// structuredContent against it, refusals (isError) included.
+func (t tool) outputSchema() (map[string]any, error) {
+	out := t.out
+	if out == nil {
+		out = reflect.TypeFor[struct{}]()
+	}
+	s, err := jsonschema.ForType(out, &jsonschema.ForOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s's output schema: %w", t.name, err)
+	}
+	var success map[string]any
+	b, _ := json.Marshal(s)
+	if err := json.Unmarshal(b, &success); err != nil {
+		return nil, err
+	}
+	props, _ := success["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		success["properties"] = props
+	}
+	props["ok"] = map[string]any{"const": true}
+	props["truncated"] = map[string]any{"type": "string", "description": "set when --max-output cut this result: what was cut"}
+	req, _ := success["required"].([]any)
+	success["required"] = append(req, "ok")
+	return map[string]any{"type": "object", "anyOf": []any{success, refusalSchema}}, nil
+}
+
+// refusalSchema is the structured content of every refused call.
+var refusalSchema = map[string]any{"type": "object", "required": []string{"ok", "code", "reason", "retryable"},
+	"properties": map[string]any{
+		"ok":        map[string]any{"const": false},
+		"code":      map[string]any{"type": "string", "description": "agentd's error code, or unreachable, disabled, canceled, invalid_arguments"},
+		"reason":    map[string]any{"type": "string", "description": "what went wrong and how to fix it"},
+		"retryable": map[string]any{"type": "boolean"},
+		"details":   map[string]any{"description": "more about the failure, as agentd gave it"},
+		"truncated": map[string]any{"type": "string"},
+	}}
+
+// addTools registers tools on srv in order, with argument checking
+// (against the input schema, its limits included), caps each result at
+// maxOutput bytes of text (0: no cap), and makes a call to a tool that
+// does not exist a protocol error naming the tools that do (the SDK's own
+// message names none).
+func addTools(srv *mcp.Server, tools []tool, maxOutput int) error {
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.name)
 		t := t
-		mt := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: t.inputSchema(),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly}}
+		in := t.inputSchema()
+		var schema jsonschema.Schema
+		b, _ := json.Marshal(in)
+		if err := json.Unmarshal(b, &schema); err != nil {
+			return fmt.Errorf("%s's input schema: %w", t.name, err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			return fmt.Errorf("%s's input schema: %w", t.name, err)
+		}
+		outSchema, err := t.outputSchema()
+		if err != nil {
+			return err
+		}
+		mt := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: in, OutputSchema: outSchema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly, DestructiveHint: &t.destructive,
+				IdempotentHint: t.idempotent, OpenWorldHint: &t.openWorld}}
 		srv.AddTool(mt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in := t.newIn()
 			if err := t.checkArgs(req.Params.Arguments, in); err != nil {
-				return nil, err
+				return argsRefusal(err), nil
 			}
-			return t.handle(ctx, in), nil
+			if err := t.checkLimits(resolved, req.Params.Arguments); err != nil {
+				return argsRefusal(err), nil
+			}
+			res := t.handle(context.WithValue(ctx, requestKey{}, req), in)
+			return capResult(res, maxOutput), nil
 		})
 	}
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && !slices.Contains(names, ct.Params.Name) {
-				return nil, malformed("unknown tool %q; this server has %s", ct.Params.Name, strings.Join(names, ", "))
+				// MCP keeps an unknown tool a protocol error.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+					Message: fmt.Sprintf("unknown tool %q; this server has %s", ct.Params.Name, strings.Join(names, ", "))}
 			}
 			res, err := next(ctx, method, req)
 			// The SDK lists tools by name; the order given here is the one
@@ -200,7 +298,64 @@ func addTools(srv *mcp.Server, tools []tool) {
 			return res, err
 		}
 	})
+	return nil
 }
+
+// argsRefusal is the isError result for arguments that do not fit.
+func argsRefusal(err error) *mcp.CallToolResult {
+	return refusal(codeBadArgs, err.Error(), false, nil)
+}
+
+// checkLimits checks the arguments against the input schema's limits
+// (minimum, maximum, enum, pattern, item counts), which the decoding in
+// checkArgs does not.
+func (t tool) checkLimits(rs *jsonschema.Resolved, raw json.RawMessage) error {
+	var v any = map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return malformed("%s: the arguments are not a JSON object", t.name)
+		}
+	}
+	if err := rs.Validate(v); err != nil {
+		return malformed("%s: %s; see its input schema (it takes %s)", t.name, schemaProblem(err), t.takes())
+	}
+	return nil
+}
+
+// schemaProblem words a schema validation error: "limit: 0 is less than 1
+// (minimum)" rather than the validator's JSON pointers and rationals.
+func schemaProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "validating root: ")
+	msg = strings.ReplaceAll(msg, "validating /properties/", "")
+	parts := strings.Split(msg, ": ")
+	for k, p := range parts {
+		if !schemaKeywords[p] {
+			continue
+		}
+		path := "an argument"
+		if k > 0 {
+			path = parts[k-1]
+			path = strings.ReplaceAll(path, "/items/properties/", "[].")
+			path = strings.ReplaceAll(path, "/items", "[]")
+			path = strings.ReplaceAll(path, "properties/", "")
+		}
+		detail := strings.Join(parts[k+1:], ": ")
+		detail = rationalOne.ReplaceAllString(detail, "$1")
+		detail = trailingZeros.ReplaceAllString(detail, "$1")
+		return fmt.Sprintf("%s: %s (%s)", path, detail, p)
+	}
+	return msg
+}
+
+// schemaKeywords are the checks a validation error names.
+var schemaKeywords = map[string]bool{"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"enum": true, "const": true, "pattern": true, "minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
+	"required": true, "type": true}
+
+var (
+	rationalOne   = regexp.MustCompile(`(-?\d+)/1\b`)
+	trailingZeros = regexp.MustCompile(`(\d+)\.0+\b`)
+)
 
 // answer is a successful result: the structured content is v's JSON object
 // with "ok": true added, and the text is text, or that JSON when text is
@@ -223,12 +378,15 @@ type refusalBody struct {
 	Reason    string          `json:"reason"`
 	Retryable bool            `json:"retryable"`
 	Details   json.RawMessage `json:"details,omitempty"`
+	Truncated string          `json:"truncated,omitempty"`
 }
 
-// refusal is a refused or failed call: a normal result (isError false)
-// whose reason a model can relay.
+// refusal is a refused or failed call: a tool result with isError set
+// (MCP's tool-level error) whose reason names the fix, so the model can
+// correct itself or relay it.
 func refusal(code, reason string, retryable bool, details json.RawMessage) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
+		IsError:           true,
 		Content:           []mcp.Content{&mcp.TextContent{Text: "not done (" + code + "): " + reason}},
 		StructuredContent: refusalBody{Code: code, Reason: reason, Retryable: retryable, Details: details},
 	}
@@ -240,7 +398,7 @@ func failure(err error) *mcp.CallToolResult {
 	var ue *wire.UnreachableError
 	switch {
 	case errors.As(err, &we):
-		return refusal(string(we.Code), we.Message, we.Retryable, we.Details)
+		return refusal(string(we.Code), forModels(we.Message), we.Retryable, we.Details)
 	case errors.As(err, &ue):
 		return refusal(codeUnreachable, ue.Error(), true, nil)
 	case errors.Is(err, wire.ErrClosed):
@@ -269,4 +427,180 @@ func withOK(v any, ok bool) map[string]any {
 	}
 	out["ok"] = ok
 	return out
+}
+
+// cliAdvice matches the agentctl commands the daemon's messages advise.
+var cliAdvice = regexp.MustCompile("`?agentctl ([a-z]+)( list)?( --force)?( [a-z0-9][a-z0-9._-]*)?`?")
+
+// toolVerbs are the agentctl verbs this server has a tool for.
+var toolVerbs = map[string]string{"stop": "stop", "rm": "rm", "status": "status", "send": "send", "spawn": "spawn",
+	"logs": "logs", "list": "list", "wait": "wait", "screenshot": "screenshot", "channel list": "channels"}
+
+// forModels rewrites the daemon's advice for a person at a shell ("agentctl
+// rm x") into the tool that does it here, or, where no tool does, into
+// advice to ask the user: a model is never told to run what it cannot.
+func forModels(reason string) string {
+	if !strings.Contains(reason, "agentctl ") {
+		return reason
+	}
+	return cliAdvice.ReplaceAllStringFunc(reason, func(m string) string {
+		sm := cliAdvice.FindStringSubmatch(m)
+		verb := sm[1] + sm[2]
+		tool, ok := toolVerbs[verb]
+		if !ok {
+			return "(ask the user to run `" + strings.Trim(m, "`") + "`)"
+		}
+		var args []string
+		if name := strings.TrimSpace(sm[4]); name != "" {
+			args = append(args, fmt.Sprintf("name %q", name))
+		}
+		if sm[3] != "" {
+			args = append(args, "force true")
+		}
+		if len(args) == 0 {
+			return "the " + tool + " tool"
+		}
+		return "the " + tool + " tool (" + strings.Join(args, ", ") + ")"
+	})
+}
+
+// capResult cuts a result to limit bytes of text: each text block, and the
+// strings of the structured content, longest first, until its JSON fits.
+// What was cut is said in the text and in structured "truncated".
+func capResult(res *mcp.CallToolResult, limit int) *mcp.CallToolResult {
+	if res == nil || limit <= 0 {
+		return res
+	}
+	var notes []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok && len(tc.Text) > limit {
+			notes = append(notes, fmt.Sprintf("text cut to %d of %d bytes", limit, len(tc.Text)))
+			tc.Text = cutUTF8(tc.Text, limit) + fmt.Sprintf("\n[cut by --max-output: %d of %d bytes shown]", limit, len(tc.Text))
+		}
+	}
+	var fields map[string]any
+	if b, err := json.Marshal(res.StructuredContent); err == nil && len(b) > limit && json.Unmarshal(b, &fields) == nil && fields != nil {
+		refs, lists := stringRefs(fields)
+		cut := 0
+		// Long strings first (answers, output, lines), down to
+		// minCutString: names, times and codes stay whole.
+		for range 256 {
+			slices.SortFunc(refs, func(a, b *string) int { return len(*b) - len(*a) })
+			if len(refs) == 0 || len(*refs[0]) <= minCutString || len(b) <= limit {
+				break
+			}
+			p := refs[0]
+			keep := max(minCutString, len(*p)-(len(b)-limit)-32)
+			if keep >= len(*p) {
+				keep = max(minCutString, len(*p)/2)
+			}
+			cut += len(*p) - len(cutUTF8(*p, keep))
+			*p = cutUTF8(*p, keep)
+			b, _ = json.Marshal(fields)
+		}
+		if cut > 0 {
+			notes = append(notes, fmt.Sprintf("strings in the structured content cut by %d bytes", cut))
+		}
+		// Then lists of lines (a screen): the first lines go, the last
+		// (where a prompt and the newest output are) stay.
+		dropped := 0
+		for _, l := range lists {
+			for len(b) > limit && len(l.items()) > 1 {
+				l.dropFirst()
+				dropped++
+				b, _ = json.Marshal(fields)
+			}
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%d lines dropped from the top", dropped))
+		}
+		if len(b) > limit {
+			notes = append(notes, "still over the cap: ask for less (a smaller limit or tail, a region)")
+		}
+		if cut > 0 || dropped > 0 {
+			res.StructuredContent = fields
+		}
+	}
+	if len(notes) == 0 {
+		return res
+	}
+	note := "cut by --max-output " + strconv.Itoa(limit) + ": " + strings.Join(notes, "; ")
+	switch sc := res.StructuredContent.(type) {
+	case map[string]any:
+		sc["truncated"] = note
+	case refusalBody:
+		sc.Truncated = note
+		res.StructuredContent = sc
+	default:
+		var m map[string]any
+		if b, err := json.Marshal(sc); err == nil && json.Unmarshal(b, &m) == nil && m != nil {
+			m["truncated"] = note
+			res.StructuredContent = m
+		}
+	}
+	return res
+}
+
+// minCutString is the length below which a string is never cut.
+const minCutString = 64
+
+// stringList is a JSON array of strings inside decoded structured content,
+// to drop lines from.
+type stringList struct {
+	parent map[string]any
+	key    string
+}
+
+func (l stringList) items() []any { return l.parent[l.key].([]any) }
+func (l stringList) dropFirst()   { l.parent[l.key] = l.items()[1:] }
+
+// stringRefs turns every string inside v (decoded JSON) into a *string,
+// in place, and returns them, so they can be cut and marshalled again;
+// and the arrays of strings held by an object key.
+func stringRefs(v any) ([]*string, []stringList) {
+	var refs []*string
+	var lists []stringList
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok {
+					p := &s
+					x[k] = p
+					refs = append(refs, p)
+					continue
+				}
+				if arr, ok := e.([]any); ok && len(arr) > 0 {
+					if _, isStr := arr[0].(string); isStr {
+						lists = append(lists, stringList{parent: x, key: k})
+					}
+				}
+				walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				if s, ok := e.(string); ok {
+					p := &s
+					x[i] = p
+					refs = append(refs, p)
+				} else {
+					walk(e)
+				}
+			}
+		}
+	}
+	walk(v)
+	return refs, lists
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

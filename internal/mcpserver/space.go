@@ -61,6 +61,76 @@ func (sp space) toScreen(n int, kind string, x, y float64) (sx, sy float64, err 
 	return conv(x, sp.area.X, sp.area.Width), conv(y, sp.area.Y, sp.area.Height), nil
 }
 
+// toImage converts screen pixel p to the image pixel showing it; ok is
+// false when p lies outside the image's area.
+func (sp space) toImage(p wire.Point) (x, y int, ok bool) {
+	if sp.scale <= 0 || p.X < sp.area.X || p.Y < sp.area.Y || p.X >= sp.area.X+sp.area.Width || p.Y >= sp.area.Y+sp.area.Height {
+		return 0, 0, false
+	}
+	x = int(math.Floor((float64(p.X-sp.area.X) + 0.5) * sp.scale))
+	y = int(math.Floor((float64(p.Y-sp.area.Y) + 0.5) * sp.scale))
+	return min(x, sp.width-1), min(y, sp.height-1), true
+}
+
+// expand turns a model's actions into the daemon's, in screen pixels: the
+// computer-use actions become the daemon's primitives (a triple_click is a
+// double click and a click on one point; a left_click_drag is move, press,
+// each step apart by a pause: move, pause, press, pause, move half way,
+// move, pause, release. Window managers and toolkits start a drag only on
+// motion they saw after the press and end it where the release finds the
+// pointer),
+// and every point is converted from the image space.
+func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
+	var out []wire.Action
+	for i, a := range actions {
+		n, kind := i+1, string(a.Kind)
+		w := a.Action
+		if a.X != nil && a.Y != nil {
+			x, y, err := sp.toScreen(n, kind, *a.X, *a.Y)
+			if err != nil {
+				return nil, err
+			}
+			w.X, w.Y = &x, &y
+		}
+		switch a.Kind {
+		case "triple_click":
+			w.Kind, w.Double = "click", true
+			one := w
+			one.Double = false
+			out = append(out, w, one)
+		case "left_click_drag":
+			tx, ty, err := sp.toScreen(n, kind+" to", *a.ToX, *a.ToY)
+			if err != nil {
+				return nil, err
+			}
+			mx, my := math.Round((*w.X+tx)/2), math.Round((*w.Y+ty)/2)
+			button := w.Button
+			if button == "" {
+				button = "left"
+			}
+			pause := dragPauseMS
+			out = append(out,
+				wire.Action{Kind: "move", X: w.X, Y: w.Y},
+				wire.Action{Kind: "wait", MS: &pause},
+				wire.Action{Kind: "down", Button: button},
+				wire.Action{Kind: "wait", MS: &pause},
+				wire.Action{Kind: "move", X: &mx, Y: &my},
+				wire.Action{Kind: "move", X: &tx, Y: &ty},
+				wire.Action{Kind: "wait", MS: &pause},
+				wire.Action{Kind: "up", Button: button})
+		default:
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// dragPauseMS is the pause around a drag's press and before its release.
+// Without pauses openbox, pressed and released within one batch's burst of
+// events, does not move the window at all; with 50 ms it still missed one
+// drag in four on a loaded machine.
+const dragPauseMS = 100.0
+
 // toScreenActions returns a copy of actions with every x and y converted
 // from the image space to screen pixels. Actions without coordinates pass
 // unchanged; a coordinate given alone is left for the daemon to refuse.
@@ -90,8 +160,16 @@ const loopGuardLimit = 3
 // loopGuard counts batches in a row whose actions are the same and after
 // which the screen did not change.
 type loopGuard struct {
-	key    string // the last batch's actions, as the model sent them
-	streak int    // batches in a row with key and an unchanged screen
+	key     string // the last batch's actions, as the model sent them
+	streak  int    // batches in a row with key and an unchanged screen
+	refused int    // batches with key refused since the last that ran
+}
+
+// refuse records a refused batch and returns its place in the run of
+// identical batches and how many of them ran without a change.
+func (g *loopGuard) refuse() (nth, unchanged int) {
+	g.refused++
+	return g.streak + g.refused, g.streak
 }
 
 // allow reports whether a batch with key may run.
@@ -103,6 +181,7 @@ func (g *loopGuard) allow(key string) bool {
 // a change. An unobserved batch counts as unchanged: nothing says it did
 // anything.
 func (g *loopGuard) ran(key string, changed bool) {
+	g.refused = 0
 	switch {
 	case changed:
 		g.key, g.streak = key, 0
@@ -114,4 +193,4 @@ func (g *loopGuard) ran(key string, changed bool) {
 }
 
 // reset forgets the streak: the model looked and the screen had changed.
-func (g *loopGuard) reset() { g.key, g.streak = "", 0 }
+func (g *loopGuard) reset() { g.key, g.streak, g.refused = "", 0, 0 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -123,9 +123,14 @@ func TestCheckArgsNamesWhatExists(t *testing.T) {
 			}
 			continue
 		}
-		var je *jsonrpc.Error
-		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, tc.want) {
-			t.Errorf("checkArgs(%s) = %v, want invalid params saying %q", tc.raw, err, tc.want)
+		// A tool-level error (isError), not a protocol one: MCP 2025-11-25
+		// wants the model to see it and correct the call.
+		var be *badArgs
+		if !errors.As(err, &be) || !strings.Contains(be.msg, tc.want) {
+			t.Errorf("checkArgs(%s) = %v, want bad arguments saying %q", tc.raw, err, tc.want)
+		}
+		if res := argsRefusal(err); !res.IsError || res.StructuredContent.(refusalBody).Code != codeBadArgs {
+			t.Errorf("checkArgs(%s): result %+v, want isError with code %s", tc.raw, res, codeBadArgs)
 		}
 	}
 }
@@ -156,5 +161,37 @@ func TestFailedBatchDetailsLoseTheImage(t *testing.T) {
 	b, _ := json.Marshal(res.StructuredContent)
 	if strings.Contains(string(b), `"image"`) || !strings.Contains(string(b), `"actions_run":2`) || !strings.Contains(string(b), `"ok":false`) {
 		t.Errorf("structured content %s, want the details without the image", b)
+	}
+}
+
+func TestLimitsAreEnforcedWithPlainWords(t *testing.T) {
+	for _, tc := range []struct {
+		tool, raw, want string
+	}{
+		{"logs", `{"name":"x","limit":0}`, "logs: limit: 0 is less than 1 (minimum)"},
+		{"spawn", `{"name":"x","argv":["sh"],"cols":0}`, "spawn: cols: 0 is less than 1 (minimum)"},
+		{"act", `{"actions":[{"kind":"scroll","amount":50}]}`, "act: actions[].amount: 50 is greater than 20 (maximum)"},
+		{"act", `{"actions":[]}`, "act: actions: array length 0 is less than 1 (minItems)"},
+		{"logs", `{"name":"x","limit":5}`, ""},
+	} {
+		for _, tl := range (&tools{}).list() {
+			if tl.name != tc.tool {
+				continue
+			}
+			var s jsonschema.Schema
+			b, _ := json.Marshal(tl.inputSchema())
+			json.Unmarshal(b, &s)
+			rs, err := s.Resolve(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tl.checkLimits(rs, json.RawMessage(tc.raw))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s %s: %v, want no error", tc.tool, tc.raw, err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("%s %s: %v, want %q", tc.tool, tc.raw, err, tc.want)
+			}
+		}
 	}
 }

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,10 +25,13 @@ type Config struct {
 	// Yes enables the acting tools (spawn, ask, send, stop, act). It comes
 	// from the command line in the user's MCP config, where a model cannot
 	// reach.
-	Yes    bool
-	Stdin  io.Reader
-	Stdout io.Writer // the MCP protocol only
-	Stderr io.Writer // diagnostics
+	Yes bool
+	// MaxOutput caps each tool result's text at this many bytes (0: no
+	// cap); the result says what was cut.
+	MaxOutput int
+	Stdin     io.Reader
+	Stdout    io.Writer // the MCP protocol only
+	Stderr    io.Writer // diagnostics
 }
 
 // Defaults the tools apply where the daemon's own would not suit a model.
@@ -44,6 +50,10 @@ type tools struct {
 
 	mu     sync.Mutex
 	client *wire.Client // the connection to agentd; nil until dialled or after it ended
+
+	// lmu guards idle: connections for long calls (see long), none in use.
+	lmu  sync.Mutex
+	idle []*wire.Client
 
 	// smu guards what the model last saw: act converts coordinates from the
 	// last image's space and observes with the same shot, and the loop
@@ -64,7 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if c, err := t.conn(ctx); err != nil {
 		fmt.Fprintf(cfg.Stderr, "agentctl mcp: %v; the tools will answer with this until agentd runs\n", err)
 	} else if h, err := c.Hello(ctx, wire.HelloParams{Client: "agentctl mcp " + buildinfo.Version}); err == nil {
-		mode := "read-only (start with --yes to enable spawn, ask, send, stop and act)"
+		mode := "read-only (start with --yes to enable " + actingList + ")"
 		if cfg.Yes {
 			mode = "acting tools enabled (--yes)"
 		}
@@ -72,8 +82,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd: agent sessions and the X11 screen", Version: buildinfo.Version},
 		&mcp.ServerOptions{Instructions: instructions(cfg.Yes)})
-	addTools(srv, t.list())
-	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(cfg.Stdin), Writer: nopWriteCloser{cfg.Stdout}}, nil)
+	if err := addTools(srv, t.list(), cfg.MaxOutput); err != nil {
+		return err
+	}
+	ss, err := srv.Connect(ctx, &lineTransport{r: cfg.Stdin, w: cfg.Stdout}, nil)
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
@@ -88,24 +100,34 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// actingList names the tools --yes enables.
+const actingList = "spawn, ask, send, resize, stop, rm, push and act"
+
 // instructions tell the model how the tools fit together.
 func instructions(yes bool) string {
 	s := "agentd runs agent sessions (programs in terminals: shells, REPLs, coding agents) and drives this computer's X11 screen. " +
 		"Look before you act: list, status, snapshot and logs read sessions; screenshot and screen read the display. " +
-		"act's coordinates are pixels of the last screenshot this server returned to you."
+		"act's coordinates are pixels of the last screenshot this server returned to you (zoom looks closer without changing them). " +
+		"A refused call is a tool error whose text says why and what to change."
 	if !yes {
-		s += " This server was started read-only: spawn, ask, send, stop and act refuse until the user adds --yes to its command (agentctl mcp --yes)."
+		s += " This server was started read-only: " + actingList + " refuse until the user adds --yes to its command (agentctl mcp --yes)."
 	}
 	return s
 }
 
 func (t *tools) close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.client != nil {
 		t.client.Close()
 		t.client = nil
 	}
+	t.mu.Unlock()
+	t.lmu.Lock()
+	for _, c := range t.idle {
+		c.Close()
+	}
+	t.idle = nil
+	t.lmu.Unlock()
 }
 
 // conn returns the connection to agentd, dialling when there is none or
@@ -129,6 +151,53 @@ func (t *tools) conn(ctx context.Context) (*wire.Client, error) {
 	return c, nil
 }
 
+// maxIdleLong bounds the connections kept for long calls between them.
+const maxIdleLong = 4
+
+// long runs f, a long call (ask, wait, act), on a connection no other call
+// shares: when the client cancels the call, that connection is closed and
+// agentd cancels what it asked (the session's log records canceled and its
+// ask lock is free at once), where a call on the shared connection could
+// only stop waiting. A connection whose call ended normally is kept for the
+// next long call, so a model's act loop does not dial each batch (it would
+// cost about a millisecond a batch) and keeps agentd's per-connection
+// "unchanged" observations.
+func long[R any](ctx context.Context, t *tools, f func(c *wire.Client) (R, error)) (R, error) {
+	var zero R
+	t.lmu.Lock()
+	var c *wire.Client
+	for len(t.idle) > 0 && c == nil {
+		c, t.idle = t.idle[len(t.idle)-1], t.idle[:len(t.idle)-1]
+		select {
+		case <-c.Done():
+			c = nil // agentd restarted or hung up
+		default:
+		}
+	}
+	t.lmu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = wire.Dial(ctx, t.cfg.Socket, wire.ClientOptions{}); err != nil {
+			return zero, err
+		}
+	}
+	r, err := f(c)
+	if ctx.Err() != nil || errors.Is(err, wire.ErrClosed) {
+		c.Close() // the cancel reaches agentd as the connection's end
+		return r, err
+	}
+	t.lmu.Lock()
+	if len(t.idle) < maxIdleLong {
+		t.idle = append(t.idle, c)
+		c = nil
+	}
+	t.lmu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	return r, err
+}
+
 // call runs f with the connection, turning every error into a refusal.
 func call[R any](ctx context.Context, t *tools, f func(c *wire.Client) (R, error), text func(R) string) *mcp.CallToolResult {
 	c, err := t.conn(ctx)
@@ -147,7 +216,7 @@ func call[R any](ctx context.Context, t *tools, f func(c *wire.Client) (R, error
 }
 
 // disabledNote is appended to an acting tool's description without --yes.
-const disabledNote = " DISABLED on this server: it was started without --yes, so this tool refuses every call with ok false. " +
+const disabledNote = " DISABLED on this server: it was started without --yes, so this tool refuses every call (a tool error with code disabled). " +
 	"If the user wants you to act, tell them to add --yes to this server's command in their MCP config (agentctl mcp --yes) " +
 	"and restart it; you cannot enable it yourself."
 
@@ -165,8 +234,14 @@ var (
 			"x": map[string]any{"type": "integer", "minimum": 0}, "y": map[string]any{"type": "integer", "minimum": 0},
 			"width": map[string]any{"type": "integer", "minimum": 1}, "height": map[string]any{"type": "integer", "minimum": 1}},
 		"description": "a part of the screen, in physical screen pixels (see screen for the size); the whole screen when omitted"}
-	actionFields = "an action takes kind (click, move, down, up, type, key, scroll, wait, focus), x, y, button, double, text, key, modifiers, direction, amount, ms, application, uri"
+	actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, direction, amount, ms, application, uri"
+	timeoutArg   = arg{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS,
+		"description": "give up after this many milliseconds (default 600000); the refusal then carries what was seen"}, false}
 )
+
+// actionKinds are act's kinds: the daemon's, and the computer-use actions
+// models are trained on, composed here from them.
+var actionKinds = []string{"click", "triple_click", "left_click_drag", "move", "down", "up", "type", "key", "scroll", "wait", "focus"}
 
 // The tools' inputs.
 type (
@@ -189,17 +264,85 @@ type (
 		Monitor *int         `json:"monitor"`
 		Format  string       `json:"format"`
 	}
+	zoomIn struct {
+		X      float64 `json:"x"`
+		Y      float64 `json:"y"`
+		Width  float64 `json:"width"`
+		Height float64 `json:"height"`
+		Format string  `json:"format"`
+	}
 	noIn    struct{}
 	spawnIn wire.SpawnParams
 	askIn   wire.AskParams
 	sendIn  wire.SendParams
 	stopIn  wire.StopParams
-	actIn   struct {
-		Actions  []wire.Action `json:"actions"`
-		Observe  *bool         `json:"observe"`
-		SettleMS *float64      `json:"settle_ms"`
+	rmIn    wire.RmParams
+	waitIn  struct {
+		Name      string `json:"name"`
+		Text      string `json:"text"`
+		Until     string `json:"until"`
+		IdleMS    int64  `json:"idle_ms"`
+		Exit      bool   `json:"exit"`
+		TimeoutMS int64  `json:"timeout_ms"`
+	}
+	resizeIn wire.ResizeParams
+	pushIn   struct {
+		Session   string          `json:"session"`
+		ChannelID string          `json:"channel_id"`
+		Message   json.RawMessage `json:"message"`
+		Ack       bool            `json:"ack"`
+		TimeoutMS int64           `json:"timeout_ms"`
+	}
+	// mcpAction is one act action as a model writes it: the daemon's
+	// action, plus the end point of a left_click_drag.
+	mcpAction struct {
+		wire.Action
+		ToX *float64 `json:"to_x,omitempty"`
+		ToY *float64 `json:"to_y,omitempty"`
+	}
+	actIn struct {
+		Actions  []mcpAction `json:"actions"`
+		Observe  *bool       `json:"observe"`
+		SettleMS *float64    `json:"settle_ms"`
 	}
 )
+
+// The tools' structured results, where the contract has no type for them.
+type (
+	sentOut struct {
+		Name string `json:"name"`
+		Sent bool   `json:"sent"`
+	}
+	resizeOut struct {
+		Name string `json:"name"`
+		Cols int    `json:"cols"`
+		Rows int    `json:"rows"`
+	}
+	// shotOut is a screenshot's structured content: the daemon's result
+	// without the image bytes (they travel as the image block), with the
+	// pointer in the image's pixels when it lies inside the image.
+	shotOut struct {
+		wire.ScreenshotResult
+		PointerInImage *wire.Point `json:"pointer_in_image,omitempty"`
+	}
+	cursorOut struct {
+		// Image is the pointer in the last screenshot's pixels (the space
+		// act's x and y are in); absent when it lies outside that image or
+		// no screenshot was taken yet.
+		Image       *wire.Point `json:"image,omitempty"`
+		ImageWidth  int         `json:"image_width,omitempty"`
+		ImageHeight int         `json:"image_height,omitempty"`
+		Screen      wire.Point  `json:"screen"`
+	}
+	// actOut is act's structured content.
+	actOut struct {
+		wire.ActResult
+		Observation *shotOut `json:"observation,omitempty"`
+	}
+)
+
+// typeOf names a result type for a tool's outputSchema.
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // list is the tools in the order a model should reach for them: look, then act.
 func (t *tools) list() []tool {
@@ -210,7 +353,7 @@ func (t *tools) list() []tool {
 		return desc + disabledNote
 	}
 	return []tool{
-		typedTool(tool{name: "list", readOnly: true,
+		typedTool(tool{name: "list", readOnly: true, idempotent: true, out: typeOf[wire.ListResult](),
 			desc: "List agentd's sessions (programs running in terminals: shells, REPLs, coding agents) with their status, pid, command, age and how they ended. Start here.",
 			args: []arg{{"status", map[string]any{"type": "array", "items": map[string]any{"type": "string",
 				"enum": statusNames()},
@@ -234,13 +377,13 @@ func (t *tools) list() []tool {
 					return fmt.Sprintf("%d sessions:\n%s", len(r.Sessions), strings.Join(rows, "\n"))
 				})
 		}),
-		typedTool(tool{name: "status", readOnly: true,
+		typedTool(tool{name: "status", readOnly: true, idempotent: true, out: typeOf[wire.SessionStatus](),
 			desc: "Everything about one session: status, what it allows now (ask, send, stop, ...), pids, terminal size, bytes recorded, asks answered, how it ended.",
 			args: []arg{nameArg},
 		}, func(ctx context.Context, in nameIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Status(ctx, in.Name) }, nil)
 		}),
-		typedTool(tool{name: "snapshot", readOnly: true,
+		typedTool(tool{name: "snapshot", readOnly: true, idempotent: true, out: typeOf[wire.SnapshotResult](),
 			desc: "The session's terminal screen as a person sees it now: its text lines, cursor position and size. The text is the answer's text content.",
 			args: []arg{nameArg},
 		}, func(ctx context.Context, in nameIn) *mcp.CallToolResult {
@@ -250,7 +393,7 @@ func (t *tools) list() []tool {
 						strings.TrimRight(strings.Join(r.Lines, "\n"), "\n "))
 				})
 		}),
-		typedTool(tool{name: "logs", readOnly: true,
+		typedTool(tool{name: "logs", readOnly: true, idempotent: true, out: typeOf[wire.LogsResult](),
 			desc: fmt.Sprintf("A session's event log from from_seq: output, input, asks, answers, resizes, signals, exit. At most limit events (default %d, at most 10000); "+
 				"continue with from_seq set to the answer's next_seq while more is true. plain gives output as the text a person saw (escape sequences applied).", logsDefaultLimit),
 			args: []arg{nameArg,
@@ -267,86 +410,158 @@ func (t *tools) list() []tool {
 				return c.Logs(ctx, wire.LogsParams{Name: in.Name, FromSeq: in.FromSeq, Since: in.Since, Tail: in.Tail, Limit: in.Limit, Plain: in.Plain})
 			}, nil)
 		}),
-		typedTool(tool{name: "screenshot", readOnly: true,
+		typedTool(tool{name: "wait", readOnly: true, out: typeOf[wire.WaitResult](),
+			desc: "Wait until a session shows something, goes quiet, or exits, without typing anything: text (literal) or until (a regular expression, RE2) " +
+				"on its screen or new output, idle_ms of quiet, or exit; the first to hold ends it. Answers why it ended and the screen. " +
+				"Sends progress notifications (the screen's last lines) when the call has a progressToken; cancel it to stop waiting.",
+			args: []arg{nameArg,
+				{"text", map[string]any{"type": "string", "minLength": 1, "description": "end when this text appears (matched literally)"}, false},
+				{"until", map[string]any{"type": "string", "minLength": 1, "description": "end when this regular expression (RE2) matches the screen or new output"}, false},
+				{"idle_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "end once the session has printed nothing for this many milliseconds"}, false},
+				{"exit", map[string]any{"type": "boolean", "description": "end when the session's program exits"}, false},
+				timeoutArg},
+		}, t.wait),
+		typedTool(tool{name: "screenshot", readOnly: true, out: typeOf[shotOut](),
 			desc: fmt.Sprintf("Take a screenshot of the X11 screen, returned as an image scaled to fit %dx%d (XGA; a whole 1920x1080 screen comes back as 1024x576). "+
-				"The result's scale is image pixels per screen pixel and area is the part of the screen shown. "+
+				"The result's scale is image pixels per screen pixel and area is the part of the screen shown; pointer_in_image is the pointer in the image's pixels. "+
 				"act takes coordinates in the pixels of the last image this tool (or act) returned, so take one before acting.", modelMaxWidth, modelMaxHeight),
 			args: []arg{{"region", regionSchema, false},
 				{"monitor", map[string]any{"type": "integer", "minimum": 0, "description": "only this monitor (its index in screen's monitors); ignored with region"}, false},
 				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default, quality 80) or png (lossless, larger)"}, false}},
 		}, t.screenshot),
-		typedTool(tool{name: "screen", readOnly: true,
+		typedTool(tool{name: "zoom", readOnly: true, out: typeOf[shotOut](),
+			desc: "Look closer at part of the last screenshot: x, y, width and height are in that image's pixels, and the part comes back at up to the screen's own resolution " +
+				"(scaled into the same box as screenshot). act's coordinates stay those of the last screenshot: zoom does not change them.",
+			args: []arg{
+				{"x", map[string]any{"type": "number", "minimum": 0, "description": "left edge, in the last screenshot's pixels"}, true},
+				{"y", map[string]any{"type": "number", "minimum": 0, "description": "top edge, in the last screenshot's pixels"}, true},
+				{"width", map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "in the last screenshot's pixels"}, true},
+				{"height", map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "in the last screenshot's pixels"}, true},
+				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default) or png"}, false}},
+		}, t.zoom),
+		typedTool(tool{name: "cursor_position", readOnly: true, out: typeOf[cursorOut](),
+			desc: "Where the mouse pointer is now: in the last screenshot's pixels (the space act's x and y are in) and in screen pixels.",
+		}, t.cursorPosition),
+		typedTool(tool{name: "screen", readOnly: true, idempotent: true, out: typeOf[wire.ScreenResult](),
 			desc: "Describe the display: size, monitors, keyboard layout, whether agentd allows acting on it, the kill switch, and which caller holds it now.",
 		}, func(ctx context.Context, _ noIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.ScreenResult, error) { return c.Screen(ctx) }, nil)
 		}),
+		typedTool(tool{name: "channels", readOnly: true, idempotent: true, out: typeOf[wire.ChannelListResult](),
+			desc: "List agentd's channels: which session each is bound to (a Claude Code session with the agentd channel), its listener, queue and counts. push sends to one.",
+		}, func(ctx context.Context, _ noIn) *mcp.CallToolResult {
+			return call(ctx, t, func(c *wire.Client) (*wire.ChannelListResult, error) { return c.ListChannels(ctx) }, nil)
+		}),
 
-		typedTool(tool{name: "spawn",
+		typedTool(tool{name: "spawn", openWorld: true, out: typeOf[wire.SessionStatus](),
 			desc: acting("Start a program in a new session: a named pseudo-terminal that agentd keeps running and records. Answers the session's status."),
 			args: []arg{nameArg,
 				{"argv", map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"},
 					"description": "the program and its arguments, e.g. [\"bash\"] or [\"python3\", \"-q\"]; no shell is involved"}, true},
 				{"cwd", map[string]any{"type": "string", "description": "working directory, absolute; the user's home when omitted"}, false},
 				{"env", map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "variables added to the program's environment"}, false},
-				{"cols", map[string]any{"type": "integer", "minimum": 1, "description": "terminal columns (default 120)"}, false},
-				{"rows", map[string]any{"type": "integer", "minimum": 1, "description": "terminal rows (default 40)"}, false}},
+				{"cols", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal columns (default 120)"}, false},
+				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal rows (default 40)"}, false}},
 		}, func(ctx context.Context, in spawnIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "spawn"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Spawn(ctx, wire.SpawnParams(in)) }, nil)
 		}),
-		typedTool(tool{name: "ask",
+		typedTool(tool{name: "ask", destructive: true, openWorld: true, out: typeOf[wire.AskResult](),
 			desc: acting("Type a question into a running session (waiting for its prompt, pressing Enter) and answer what the program printed in reply, " +
-				"read from its screen until the prompt is back and quiet. The answer is the text content. Text at most 64 KiB; by default it waits up to 10 minutes."),
+				"read from its screen until the prompt is back and quiet. The answer is the text content. Text at most 64 KiB; by default it waits up to 10 minutes. " +
+				"Sends progress notifications (what the session shows so far) when the call has a progressToken; cancelling the call cancels the ask in agentd."),
 			args: []arg{nameArg,
-				{"text", map[string]any{"type": "string", "description": "the question or command, without a trailing newline; at most 64 KiB"}, true},
-				{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "description": "give up after this many milliseconds (default 600000); the refusal then carries what was seen"}, false},
-				{"idle_ms", map[string]any{"type": "integer", "minimum": 1, "description": "end once the program has been quiet this many milliseconds after it started answering"}, false},
+				{"text", map[string]any{"type": "string", "minLength": 1, "maxLength": 65536, "description": "the question or command, without a trailing newline; at most 64 KiB"}, true},
+				timeoutArg,
+				{"idle_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "end once the program has been quiet this many milliseconds after it started answering"}, false},
 				{"until", map[string]any{"type": "string", "description": "end when this regular expression (RE2) matches the new output or the screen"}, false},
-				{"lock_timeout_ms", map[string]any{"type": "integer", "minimum": 1, "description": "wait this long for another ask on the same session"}, false},
+				{"lock_timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "wait this long for another ask on the same session"}, false},
 				{"via", map[string]any{"type": "string", "enum": []string{"auto", "pty", "channel"}, "description": "auto (default): the session's channel when one is bound, else the terminal"}, false}},
-		}, func(ctx context.Context, in askIn) *mcp.CallToolResult {
-			if r := t.gate(ctx, "ask"); r != nil {
-				return r
-			}
-			return call(ctx, t, func(c *wire.Client) (*wire.AskResult, error) { return c.Ask(ctx, wire.AskParams(in)) },
-				func(r *wire.AskResult) string { return r.Answer })
-		}),
-		typedTool(tool{name: "send",
+		}, t.ask),
+		typedTool(tool{name: "send", destructive: true, openWorld: true, out: typeOf[sentOut](),
 			desc: acting("Send input to a running session without waiting for an answer: text exactly as typed (\\n is Enter), or keys by name. Give text, keys, or both (the text first, in one write). " +
 				"Key names: enter, esc, tab, up, down, left, right, home, end, pageup, pagedown, backspace, delete, space, ctrl+<letter>, alt+<key>, f1 to f12."),
 			args: []arg{nameArg,
-				{"text", map[string]any{"type": "string", "description": "text to type, at most 64 KiB; \\n is Enter"}, false},
+				{"text", map[string]any{"type": "string", "maxLength": 65536, "description": "text to type, at most 64 KiB; \\n is Enter"}, false},
 				{"keys", map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}, "description": "key names pressed in order, e.g. [\"ctrl+c\"] or [\"up\", \"enter\"]"}, false}},
 		}, func(ctx context.Context, in sendIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "send"); r != nil {
 				return r
 			}
-			return call(ctx, t, func(c *wire.Client) (map[string]any, error) {
-				return map[string]any{"name": in.Name, "sent": true}, c.Send(ctx, wire.SendParams(in))
-			}, func(map[string]any) string { return "sent to " + in.Name })
+			return call(ctx, t, func(c *wire.Client) (sentOut, error) {
+				return sentOut{Name: in.Name, Sent: true}, c.Send(ctx, wire.SendParams(in))
+			}, func(sentOut) string { return "sent to " + in.Name })
 		}),
-		typedTool(tool{name: "stop",
-			desc: acting("End a session's program: a signal (default TERM) to its process group, then KILL after grace_ms (default 5000). Answers how it ended. The session's record stays."),
+		typedTool(tool{name: "resize", idempotent: true, out: typeOf[resizeOut](),
+			desc: acting("Change a running session's terminal size (the program gets SIGWINCH), e.g. wider for a program whose lines wrap."),
+			args: []arg{nameArg,
+				{"cols", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "columns"}, true},
+				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "rows"}, true}},
+		}, func(ctx context.Context, in resizeIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "resize"); r != nil {
+				return r
+			}
+			return call(ctx, t, func(c *wire.Client) (resizeOut, error) {
+				return resizeOut{Name: in.Name, Cols: in.Cols, Rows: in.Rows}, c.Resize(ctx, wire.ResizeParams(in))
+			}, func(r resizeOut) string { return fmt.Sprintf("%s is now %dx%d", r.Name, r.Cols, r.Rows) })
+		}),
+		typedTool(tool{name: "stop", destructive: true, idempotent: true, out: typeOf[wire.ExitResult](),
+			desc: acting("End a session's program: a signal (default TERM) to its process group, then KILL after grace_ms (default 5000). Answers how it ended. The session's record stays (rm removes it)."),
 			args: []arg{nameArg,
 				{"signal", map[string]any{"type": "string", "enum": []string{"TERM", "INT", "HUP", "QUIT", "KILL"}, "description": "the first signal (default TERM)"}, false},
-				{"grace_ms", map[string]any{"type": "integer", "minimum": 0, "description": "milliseconds before KILL follows (default 5000)"}, false}},
+				{"grace_ms", map[string]any{"type": "integer", "minimum": 0, "maximum": wire.MaxDurationMS, "description": "milliseconds before KILL follows (default 5000)"}, false},
+				{"force", map[string]any{"type": "boolean", "description": "also end a session whose worker does not answer (unresponsive or broken)"}, false}},
 		}, func(ctx context.Context, in stopIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "stop"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.ExitResult, error) { return c.Stop(ctx, wire.StopParams(in)) }, nil)
 		}),
-		typedTool(tool{name: "act", nested: actionFields,
+		typedTool(tool{name: "rm", destructive: true, idempotent: true, out: typeOf[wire.RmResult](),
+			desc: acting("Remove an ended session and its files (its log and recording are gone after this). force stops a running one first."),
+			args: []arg{nameArg,
+				{"force", map[string]any{"type": "boolean", "description": "stop the session first if it still runs"}, false}},
+		}, func(ctx context.Context, in rmIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "rm"); r != nil {
+				return r
+			}
+			return call(ctx, t, func(c *wire.Client) (*wire.RmResult, error) { return c.Rm(ctx, wire.RmParams(in)) },
+				func(r *wire.RmResult) string { return "removed " + r.Name })
+		}),
+		typedTool(tool{name: "push", out: typeOf[wire.PushResult](),
+			desc: acting("Push a message into a channel: to the Claude Code session bound to it (it arrives there as a channel event). " +
+				"Name the session or the channel_id (see channels). A string message arrives as its text; any other JSON as its JSON."),
+			args: []arg{
+				{"session", map[string]any{"type": "string", "description": "the session whose channel gets it"}, false},
+				{"channel_id", map[string]any{"type": "string", "description": "the channel, as channels lists it"}, false},
+				{"message", map[string]any{"description": "the message: a string, or any JSON value (at most 64 KiB)"}, true},
+				{"ack", map[string]any{"type": "boolean", "description": "wait until the listener has taken it"}, false},
+				{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "with ack: give up after this long (default 30000)"}, false}},
+		}, func(ctx context.Context, in pushIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "push"); r != nil {
+				return r
+			}
+			if (in.Session == "") == (in.ChannelID == "") {
+				return argsRefusal(malformed("push: give session or channel_id (one of them); channels lists both"))
+			}
+			return call(ctx, t, func(c *wire.Client) (*wire.PushResult, error) {
+				return c.PushToChannel(ctx, wire.PushParams{Session: in.Session, ChannelID: in.ChannelID, Message: in.Message, Ack: in.Ack, TimeoutMS: in.TimeoutMS})
+			}, nil)
+		}),
+		typedTool(tool{name: "act", nested: actionFields, destructive: true, openWorld: true, out: typeOf[actOut](),
 			desc: acting(fmt.Sprintf("Perform a batch of input on the X11 screen, in order, then return a screenshot of the result (like screenshot's). "+
 				"x and y are pixels of the LAST SCREENSHOT THIS SERVER RETURNED (not the physical screen); the server converts them with that image's scale, "+
-				"and a point outside that image is refused. Take a screenshot first. At most %d actions (a double click counts as two) and %d typed characters per batch; "+
-				"one batch at a time for the whole desktop. Kinds: click {x, y, button left|right|middle, double}, move {x, y}, down/up {button, optional x, y}, "+
-				"type {text: any Unicode, \\n is Enter}, key {key: e.g. enter, esc, tab, ctrl+s, ctrl+shift+t, alt+f4, f5, a}, "+
+				"and a point outside that image is refused. Take a screenshot first. At most %d actions per batch (a double click counts as two, a triple_click as three, "+
+				"a left_click_drag as eight) and %d typed characters; one batch at a time for the whole desktop. "+
+				"Kinds: click {x, y, button left|right|middle, double}, triple_click {x, y} (selects a line), left_click_drag {x, y, to_x, to_y} (press at x,y, move, release at to_x,to_y), "+
+				"move {x, y}, down/up {button, optional x, y}, "+
+				"type {text: any Unicode, \\n is Enter}, key {key: e.g. enter, esc, tab, ctrl+s, ctrl+shift+t, alt+f4, f5, a; modifiers}, "+
 				"scroll {direction up|down|left|right, amount 1-20 (default 3), optional x, y}, wait {ms up to 5000, default 350}, focus {application: a window's name or title}. "+
+				"modifiers are held for key only (a click or scroll with a key held is not available). "+
 				"If the screen does not change after the same batch three times in a row, the fourth is refused: look again or change approach. "+
-				"The user can stop a batch by pushing the pointer into a screen corner.", wire.MaxActions, wire.MaxTypedChars)),
+				"The user can stop a batch by pushing the pointer into a screen corner; cancelling the call stops it too.", wire.MaxActions, wire.MaxTypedChars)),
 			args: []arg{
 				{"actions", map[string]any{"type": "array", "minItems": 1, "maxItems": wire.MaxActions, "items": actionSchema(),
 					"description": "the actions, run in order"}, true},
@@ -361,17 +576,19 @@ func actionSchema() map[string]any {
 	num := func(desc string) map[string]any { return map[string]any{"type": "number", "description": desc} }
 	return map[string]any{"type": "object", "additionalProperties": false, "required": []string{"kind"},
 		"properties": map[string]any{
-			"kind":        map[string]any{"type": "string", "enum": []string{"click", "move", "down", "up", "type", "key", "scroll", "wait", "focus"}},
+			"kind":        map[string]any{"type": "string", "enum": actionKinds},
 			"x":           num("pixels from the left of the last screenshot"),
 			"y":           num("pixels from the top of the last screenshot"),
+			"to_x":        num("left_click_drag: where to release, pixels from the left of the last screenshot"),
+			"to_y":        num("left_click_drag: where to release, pixels from the top of the last screenshot"),
 			"button":      map[string]any{"type": "string", "enum": []string{"left", "right", "middle"}, "description": "default left"},
 			"double":      map[string]any{"type": "boolean", "description": "click: a double click (counts as two actions)"},
 			"text":        map[string]any{"type": "string", "description": "type: the text; \\n is Enter, \\t is Tab"},
 			"key":         map[string]any{"type": "string", "description": "key: a name such as enter, esc, tab, backspace, delete, space, up, pageup, f5, a single character, or a chord such as ctrl+shift+t"},
-			"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "key: held modifiers, e.g. [\"ctrl\"]"},
+			"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"ctrl", "alt", "shift", "super", "cmd", "meta", "win", "option"}}, "description": "key only: modifiers held with the key, e.g. [\"ctrl\"]"},
 			"direction":   map[string]any{"type": "string", "enum": []string{"up", "down", "left", "right"}},
-			"amount":      num("scroll: steps, 1 to 20 (default 3)"),
-			"ms":          num("wait: milliseconds, at most 5000 (default 350)"),
+			"amount":      map[string]any{"type": "number", "minimum": 1, "maximum": 20, "description": "scroll: steps, 1 to 20 (default 3)"},
+			"ms":          map[string]any{"type": "number", "minimum": 0, "maximum": 5000, "description": "wait: milliseconds, at most 5000 (default 350)"},
 			"application": map[string]any{"type": "string", "description": "focus: the window's application name or title"},
 			"uri":         map[string]any{"type": "string", "description": "focus: optional document or URL the window shows"},
 		}}
@@ -432,10 +649,14 @@ func (t *tools) modelShot(ctx context.Context, c *wire.Client, in screenshotIn) 
 }
 
 // shotResult is a screenshot's structured content: the daemon's result
-// without the image bytes, which travel as the image block.
-func shotResult(s *wire.ScreenshotResult) wire.ScreenshotResult {
-	r := *s
+// without the image bytes, which travel as the image block, and the
+// pointer in the image's pixels.
+func shotResult(s *wire.ScreenshotResult) shotOut {
+	r := shotOut{ScreenshotResult: *s}
 	r.Image = nil
+	if x, y, ok := spaceOf(s).toImage(s.Pointer); ok {
+		r.PointerInImage = &wire.Point{X: x, Y: y}
+	}
 	return r
 }
 
@@ -478,15 +699,186 @@ func (t *tools) screenshot(ctx context.Context, in screenshotIn) *mcp.CallToolRe
 
 // shotText tells the model which space the image is in.
 func shotText(s *wire.ScreenshotResult) string {
-	return fmt.Sprintf("%dx%d %s of screen area %d,%d %dx%d (scale %.4g image pixels per screen pixel); pointer at screen %d,%d; active window %q. "+
+	pointer := "pointer outside this image"
+	if x, y, ok := spaceOf(s).toImage(s.Pointer); ok {
+		pointer = fmt.Sprintf("pointer at %d,%d of this image", x, y)
+	}
+	return fmt.Sprintf("%dx%d %s of screen area %d,%d %dx%d (scale %.4g image pixels per screen pixel); %s; active window %q. "+
 		"act's x and y are pixels of this image.", s.Width, s.Height, s.Format, s.Area.X, s.Area.Y, s.Area.Width, s.Area.Height, s.Scale,
-		s.Pointer.X, s.Pointer.Y, s.ActiveWindow)
+		pointer, s.ActiveWindow)
 }
 
-// actResult is act's structured content.
-type actResult struct {
-	wire.ActResult
-	Observation *wire.ScreenshotResult `json:"observation,omitempty"`
+// zoom shows part of the last image at up to the screen's resolution,
+// without making it the space act's coordinates are in.
+func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
+	t.smu.Lock()
+	seen := t.seen
+	t.smu.Unlock()
+	if seen == nil {
+		return refusal(codeBadArgs, "take a screenshot first: zoom's x, y, width and height are pixels of the last screenshot, and there is none yet", false, nil)
+	}
+	x1, y1 := in.X+in.Width-1, in.Y+in.Height-1
+	if in.Width < 1 {
+		x1 = in.X
+	}
+	if in.Height < 1 {
+		y1 = in.Y
+	}
+	sx0, sy0, err := seen.toScreen(1, "zoom", in.X, in.Y)
+	if err != nil {
+		return refusal(codeBadArgs, strings.Replace(err.Error(), "action 1 (zoom): ", "zoom: ", 1), false, nil)
+	}
+	sx1, sy1, err := seen.toScreen(1, "zoom", x1, y1)
+	if err != nil {
+		return refusal(codeBadArgs, strings.Replace(err.Error(), "action 1 (zoom): ", "zoom: the far corner ", 1)+"; make x+width and y+height at most the image's size", false, nil)
+	}
+	region := &wire.Region{X: int(sx0), Y: int(sy0), Width: int(sx1-sx0) + 1, Height: int(sy1-sy0) + 1}
+	c, err := t.conn(ctx)
+	if err != nil {
+		return failure(err)
+	}
+	p, err := t.modelShot(ctx, c, screenshotIn{Region: region, Format: in.Format})
+	if err != nil {
+		return failure(err)
+	}
+	s, err := c.Screenshot(ctx, p)
+	if err != nil {
+		return failure(err)
+	}
+	text := fmt.Sprintf("zoom of %gx%g pixels at %g,%g of the last screenshot (screen area %d,%d %dx%d), as a %dx%d %s. act's x and y are still pixels of the last screenshot, not of this zoom.",
+		in.Width, in.Height, in.X, in.Y, s.Area.X, s.Area.Y, s.Area.Width, s.Area.Height, s.Width, s.Height, s.Format)
+	out := shotResult(s)
+	if x, y, ok := seen.toImage(s.Pointer); ok {
+		out.PointerInImage = &wire.Point{X: x, Y: y}
+	} else {
+		out.PointerInImage = nil
+	}
+	return answer(out, text, imageOf(s))
+}
+
+// cursorPosition reads the pointer (a 1x1 screenshot carries it) and puts
+// it in the last image's pixels.
+func (t *tools) cursorPosition(ctx context.Context, _ noIn) *mcp.CallToolResult {
+	c, err := t.conn(ctx)
+	if err != nil {
+		return failure(err)
+	}
+	s, err := c.Screenshot(ctx, wire.ScreenshotParams{Format: "png", Region: &wire.Region{X: 0, Y: 0, Width: 1, Height: 1}})
+	if err != nil {
+		return failure(err)
+	}
+	out := cursorOut{Screen: s.Pointer}
+	t.smu.Lock()
+	seen := t.seen
+	t.smu.Unlock()
+	text := fmt.Sprintf("pointer at screen %d,%d", s.Pointer.X, s.Pointer.Y)
+	switch {
+	case seen == nil:
+		text += "; no screenshot taken yet, so no image coordinates (take a screenshot)"
+	default:
+		out.ImageWidth, out.ImageHeight = seen.width, seen.height
+		if x, y, ok := seen.toImage(s.Pointer); ok {
+			out.Image = &wire.Point{X: x, Y: y}
+			text = fmt.Sprintf("pointer at %d,%d of the last screenshot (%dx%d); screen %d,%d", x, y, seen.width, seen.height, s.Pointer.X, s.Pointer.Y)
+		} else {
+			text += fmt.Sprintf(", outside the last screenshot (%dx%d)", seen.width, seen.height)
+		}
+	}
+	return answer(out, text)
+}
+
+// progressEvery is how often a long call with a progressToken reports.
+const progressEvery = time.Second
+
+// progress sends progress notifications while a long call on session name
+// runs, when the client asked for them (a progressToken): one at once,
+// then one every progressEvery with the session's last screen lines. The
+// returned stop ends them; it waits for a notification being sent.
+func (t *tools) progress(ctx context.Context, what, name string) (stop func()) {
+	req := requestOf(ctx)
+	if req == nil || req.Params == nil || req.Session == nil {
+		return func() {}
+	}
+	tok := req.Params.GetProgressToken()
+	if tok == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			msg := fmt.Sprintf("%s %s: started", what, name)
+			if n > 1 {
+				msg = fmt.Sprintf("%s %s: %.0f s so far", what, name, time.Since(start).Seconds())
+				if c, err := t.conn(ctx); err == nil {
+					if snap, err := c.Snapshot(ctx, name); err == nil {
+						msg += "; its screen ends: " + lastLines(snap.Lines, 3)
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// lastLines is the last n non-blank lines of a screen, joined by " | ".
+func lastLines(lines []string, n int) string {
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if l := strings.TrimRight(lines[i], " "); l != "" {
+			out = append([]string{l}, out...)
+		}
+	}
+	if len(out) == 0 {
+		return "(blank)"
+	}
+	return strings.Join(out, " | ")
+}
+
+func (t *tools) ask(ctx context.Context, in askIn) *mcp.CallToolResult {
+	if r := t.gate(ctx, "ask"); r != nil {
+		return r
+	}
+	stop := t.progress(ctx, "asking", in.Name)
+	defer stop()
+	return call(ctx, t, func(*wire.Client) (*wire.AskResult, error) {
+		return long(ctx, t, func(c *wire.Client) (*wire.AskResult, error) { return c.Ask(ctx, wire.AskParams(in)) })
+	},
+		func(r *wire.AskResult) string { return r.Answer })
+}
+
+func (t *tools) wait(ctx context.Context, in waitIn) *mcp.CallToolResult {
+	p := wire.WaitParams{Name: in.Name, Until: in.Until, IdleMS: in.IdleMS, Exit: in.Exit, TimeoutMS: in.TimeoutMS}
+	switch {
+	case in.Text != "" && in.Until != "":
+		return argsRefusal(malformed("wait: give text (literal) or until (a regular expression), not both"))
+	case in.Text != "":
+		p.Until = regexp.QuoteMeta(in.Text)
+	}
+	if p.Until == "" && p.IdleMS == 0 && !p.Exit {
+		return argsRefusal(malformed("wait: say what to wait for: text, until, idle_ms or exit (any of them; the first to hold ends the wait)"))
+	}
+	stop := t.progress(ctx, "waiting on", in.Name)
+	defer stop()
+	return call(ctx, t, func(*wire.Client) (*wire.WaitResult, error) {
+		return long(ctx, t, func(c *wire.Client) (*wire.WaitResult, error) { return c.Wait(ctx, p) })
+	},
+		func(r *wire.WaitResult) string {
+			return fmt.Sprintf("%s: %s after %d ms; its screen:\n%s", r.Name, r.Reason, r.ElapsedMS, strings.TrimRight(strings.Join(r.Screen, "\n"), "\n "))
+		})
 }
 
 func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
@@ -500,6 +892,9 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 			reason += ". agentd does not allow acting on the screen either: it must also be started with --allow-act (or allow_act = true in its config.toml)"
 		}
 		return refusal(codeDisabled, reason, false, nil)
+	}
+	if err := checkActions(in.Actions); err != nil {
+		return argsRefusal(err)
 	}
 	key, _ := json.Marshal(in)
 	t.smu.Lock()
@@ -519,23 +914,28 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		}
 	}
 	if !allowed {
-		return refusal(string(wire.CodeRefused), fmt.Sprintf("loop guard: this is the %s batch in a row with the same actions, and the screen did not change after the last %d. "+
-			"Take a screenshot and look again, or change approach (other coordinates, a key instead of a click, another tool)", ordinal(loopGuardLimit+1), loopGuardLimit), false, nil)
+		t.smu.Lock()
+		nth, unchanged := t.guard.refuse()
+		t.smu.Unlock()
+		return refusal(string(wire.CodeRefused), fmt.Sprintf("loop guard: this is the %s batch in a row with the same actions, and the screen did not change after the last %d that ran. "+
+			"Take a screenshot and look again, or change approach (other coordinates, a key instead of a click, another tool)", ordinal(nth), unchanged), false, nil)
 	}
-	p := wire.ActParams{Actions: in.Actions, Observe: in.Observe, SettleMS: in.SettleMS}
 	hasPoint := false
 	for _, a := range in.Actions {
 		hasPoint = hasPoint || a.X != nil || a.Y != nil
 	}
-	if hasPoint {
-		if seen == nil {
-			return refusal(string(wire.CodeInvalidParams), "take a screenshot first: act's x and y are pixels of the last screenshot this server returned, and it has returned none yet", false, nil)
-		}
-		var err error
-		if p.Actions, err = seen.toScreenActions(in.Actions); err != nil {
-			return refusal(string(wire.CodeInvalidParams), err.Error(), false, nil)
-		}
+	if hasPoint && seen == nil {
+		return refusal(codeBadArgs, "take a screenshot first: act's x and y are pixels of the last screenshot this server returned, and it has returned none yet", false, nil)
 	}
+	var sp space
+	if seen != nil {
+		sp = *seen
+	}
+	actions, err := sp.expand(in.Actions)
+	if err != nil {
+		return refusal(codeBadArgs, err.Error(), false, nil)
+	}
+	p := wire.ActParams{Actions: actions, Observe: in.Observe, SettleMS: in.SettleMS}
 	c, err := t.conn(ctx)
 	if err != nil {
 		return failure(err)
@@ -549,7 +949,8 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		}
 		p.Screenshot = &shot
 	}
-	r, err := c.Act(ctx, p)
+	// A connection of its own: cancelling the call stops the batch.
+	r, err := long(ctx, t, func(c *wire.Client) (*wire.ActResult, error) { return c.Act(ctx, p) })
 	if err != nil {
 		res := failure(withoutImage(err))
 		if errors.Is(err, wire.ErrRefused) {
@@ -562,7 +963,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		}
 		return res
 	}
-	out := actResult{ActResult: *r}
+	out := actOut{ActResult: *r}
 	out.ActResult.Observation = nil
 	text := fmt.Sprintf("%s: %d actions in %.0f ms", r.Outcome, r.ActionsRun, r.DurationMS)
 	changed := false
@@ -587,6 +988,33 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	t.guard.ran(string(key), changed)
 	t.smu.Unlock()
 	return answer(out, text, extra...)
+}
+
+// checkActions refuses what the daemon's actions cannot do as asked, with
+// the fix: modifiers are held only for key (capture has no key-down
+// primitive to hold one across a click or scroll), and to_x and to_y
+// belong to left_click_drag.
+func checkActions(actions []mcpAction) error {
+	for i, a := range actions {
+		n := i + 1
+		if len(a.Modifiers) > 0 && a.Kind != "key" {
+			return malformed("action %d (%s): modifiers are held only for key actions; a %s with a key held is not available: drop modifiers (for a chord, use key, e.g. ctrl+a)", n, a.Kind, a.Kind)
+		}
+		drag := a.Kind == "left_click_drag"
+		if !drag && (a.ToX != nil || a.ToY != nil) {
+			return malformed("action %d (%s): to_x and to_y belong to left_click_drag", n, a.Kind)
+		}
+		if (drag || a.Kind == "triple_click") && (a.X == nil || a.Y == nil) {
+			return malformed("action %d (%s): needs x and y (pixels of the last screenshot)", n, a.Kind)
+		}
+		if drag && (a.ToX == nil || a.ToY == nil) {
+			return malformed("action %d (left_click_drag): needs to_x and to_y, where to release (pixels of the last screenshot)", n)
+		}
+		if (drag || a.Kind == "triple_click") && a.Double {
+			return malformed("action %d (%s): double belongs to click", n, a.Kind)
+		}
+	}
+	return nil
 }
 
 // ordinal spells small ordinals for messages.
