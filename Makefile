@@ -40,9 +40,12 @@ run: build
 # The whole test suite: formatting, vet, and every test with the race
 # detector. The screen and session tests need Xvfb, xterm, xdotool, tmux and
 # friends: .ci/run installs them on Debian.
+test: export AGENTD_TESTHOME_CHECK = fail
 test:
 	@fmt="$$(gofmt -l cmd pkg internal test)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
+	# Every test binary runs in a private home (internal/testhome) and fails
+	# if anything appears in the real HOME or temp directory.
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Tests that measure the heap skip under -race; run them plainly.
 	$(GO) test -count=1 -timeout 5m -run 'TestChannelIdleMemory|TestChannelSlowListener' ./pkg/daemon
