@@ -143,7 +143,7 @@ func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 			// channel now.
 			queue = "dropped " + ago(now.Sub(*ch.DroppedAt)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", ch.ChannelID, sess, ch.Listener.PID, exe,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", safeText(ch.ChannelID), safeText(sess), ch.Listener.PID, safeText(exe),
 			queue, ch.Delivered, ch.Dropped, ago(now.Sub(ch.RegisteredAt)))
 	}
 	return tw.Flush()
@@ -239,7 +239,9 @@ func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, co
 			e.emit(typeMessage, json.RawMessage(bytes.TrimSpace(n.Params)))
 		} else {
 			e.outMu.Lock()
-			fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(n.Params))
+			// encoding/json leaves C1 controls and bidi overrides as
+			// they are: escaped for a person (safe.go).
+			fmt.Fprintf(e.stdout, "%s\n", safeText(string(bytes.TrimSpace(n.Params))))
 			e.outMu.Unlock()
 		}
 		ack.Saw(m.Seq)

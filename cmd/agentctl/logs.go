@@ -72,6 +72,15 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 		return nil, usagef("--since and --from both say where to start; give one")
 	}
 	end := &logsEnd{Name: o.p.Name}
+	// Without --plain the output is the program's bytes as it wrote them,
+	// by design (for a pipe, a file, a replay: safe.go); --plain is text
+	// for a person, escaped.
+	out := e.stdout
+	if o.p.Plain && !e.json && !o.events {
+		sw := newSafeWriter(e.stdout)
+		defer sw.Flush()
+		out = sw
+	}
 	print := func(ev wire.LogEvent) {
 		end.Events++
 		switch {
@@ -81,7 +90,7 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(e.stdout, "%s\n", b)
 		case ev.Type == wire.EventOutput:
-			io.WriteString(e.stdout, ev.Data)
+			io.WriteString(out, ev.Data)
 		}
 	}
 	p := o.p
@@ -90,7 +99,7 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 			p.Tail = o.tail
 		} else {
 			// Lines, not events: find a window of the log that holds them.
-			next, err := e.tailLines(ctx, p, o.tail)
+			next, err := e.tailLines(ctx, p, o.tail, out)
 			if err != nil {
 				return nil, err
 			}
@@ -144,7 +153,7 @@ func (e *env) streamLogs(ctx context.Context, p wire.LogsParams, print func(wire
 // last k events for k = n, 4n, 16n … until they hold more than n lines or
 // are the whole log, keeping only the last n+1 lines. It returns where the
 // log goes on.
-func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int) (uint64, error) {
+func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int, out io.Writer) (uint64, error) {
 	for k := n; ; k *= 4 {
 		var lines tailBuffer
 		lines.max = n
@@ -160,7 +169,7 @@ func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int) (uint64, 
 		}
 		// The window was the whole log when it ends before seq k.
 		if lines.complete() || res.NextSeq <= uint64(k) || k > 1<<24 {
-			io.WriteString(e.stdout, lines.last())
+			io.WriteString(out, lines.last())
 			return res.NextSeq, nil
 		}
 	}

@@ -32,6 +32,7 @@ func (e *env) progress(what string) (stop func()) {
 	if !ok || e.json || !isTerminal(f) {
 		return func() {}
 	}
+	what = safeText(what) // it may name what a session controls (safe.go)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

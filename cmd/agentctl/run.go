@@ -185,13 +185,17 @@ func (e *env) finish(ctx context.Context) int {
 		e.writeEnvelope(e.command, typeResult, e.status == wire.ExitOK, result, nil)
 		return e.status
 	}
+	// A person's output, escaped on its way (safe.go): a verb's human
+	// printer is given a safeWriter, never the terminal itself.
+	out := newSafeWriter(e.stdout)
+	defer out.Flush()
 	if e.verb != nil && e.verb.human != nil {
-		if err := e.verb.human(e.stdout, result); err != nil {
+		if err := e.verb.human(out, result); err != nil {
 			return e.fail(e.command, err)
 		}
 		return e.status
 	}
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	enc.Encode(result)
 	return e.status
@@ -278,8 +282,10 @@ func (e *env) fail(command string, err error) int {
 	if e.json {
 		return e.envelope(command, typeError, nil, err)
 	}
+	// A message may quote what a session controls (its cwd, its screen):
+	// escaped, as all human output (safe.go).
 	if !printTimeout(e.stderr, err) {
-		fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
+		fmt.Fprintf(e.stderr, "agentctl: %s\n", safeText(err.Error()))
 	}
 	return exitCode(err)
 }
@@ -327,6 +333,7 @@ func printTimeout(w io.Writer, err error) bool {
 	if json.Unmarshal(we.Details, &d) != nil || d.Op == "" || (d.Partial == "" && len(d.Screen) == 0) {
 		return false
 	}
+	w = newSafeWriter(w)
 	fmt.Fprintf(w, "agentctl: %s on session %q ran past its %s deadline; raise --timeout or check the program\n",
 		d.Op, d.Name, time.Duration(d.TimeoutMS)*time.Millisecond)
 	if d.Hint != "" {

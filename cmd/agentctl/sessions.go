@@ -176,7 +176,7 @@ func listVerb() verb {
 			r.Sessions = naturalSorted(r.Sessions)
 			if quiet && !e.json {
 				for _, s := range r.Sessions {
-					fmt.Fprintln(e.stdout, s.Name)
+					fmt.Fprintln(e.stdout, safeText(s.Name))
 				}
 				return nil, errPrinted
 			}
@@ -229,8 +229,9 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		if !s.LastActivity.IsZero() {
 			active = ago(now.Sub(s.LastActivity)) + " ago"
 		}
-		table = append(table, []string{s.Name, status, pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
-			exitText(s.Termination, s.ExitCode, s.Signal), shellJoin(s.Command)})
+		// Every cell escaped (safe.go) before the widths are measured.
+		table = append(table, []string{safeText(s.Name), safeText(status), pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
+			safeText(exitText(s.Termination, s.ExitCode, s.Signal)), shellJoin(s.Command)})
 	}
 	const gap = 2
 	last := len(table[0]) - 1
@@ -314,7 +315,9 @@ func statusVerb() verb {
 		human: func(w io.Writer, r any) error {
 			s := r.(*wire.SessionStatus)
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+			// Each value on its row, escaped whole (safe.go): a cwd or a
+			// reason with a newline cannot forge a row.
+			row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%s\n", k, safeText(fmt.Sprint(v))) }
 			row("name", s.Name)
 			row("status", s.Status)
 			if s.SilentMS > 0 {
@@ -422,7 +425,7 @@ func reconcileVerb() verb {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tACTION\tBEFORE\tAFTER\tDETAIL")
 			for _, s := range res.Sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Action, s.Before, s.After, s.Detail)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(s.Name), s.Action, s.Before, s.After, safeText(s.Detail))
 			}
 			tw.Flush()
 			fmt.Fprintf(w, "%d sessions in %d ms\n", len(res.Sessions), res.TookMS)

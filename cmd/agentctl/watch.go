@@ -128,8 +128,12 @@ func watchAll(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		_, err = e.stdout.Write(table)
-		return err
+		if _, err = e.stdout.Write(table); err != nil {
+			return err
+		}
+		// Printed: no result follows (finish would print a nil one as
+		// "null" after the table).
+		return errPrinted
 	}
 	left := make(chan struct{})
 	if in, ok := e.stdin.(*os.File); ok {
@@ -197,7 +201,8 @@ func sessionsTable(ctx context.Context, c *wire.Client, now time.Time, width int
 				}
 			}
 		}
-		row := fmt.Sprintf("%-16s %-8s %-9s %5s  %s", elide(r.Name, 16), r.Status, active, asks, last)
+		// The screen's line is the session's text: escaped (safe.go).
+		row := fmt.Sprintf("%-16s %-8s %-9s %5s  %s", elide(safeText(r.Name), 16), r.Status, active, asks, safeText(last))
 		b.WriteString(elide(row, width))
 		b.WriteByte('\n')
 	}
