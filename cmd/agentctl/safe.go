@@ -34,6 +34,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -124,6 +125,16 @@ type safeWriter struct {
 }
 
 func newSafeWriter(w io.Writer) *safeWriter { return &safeWriter{w: w} }
+
+// unwrapFile is the file under w, through a safeWriter: a table is as wide
+// as the terminal it ends on.
+func unwrapFile(w io.Writer) (*os.File, bool) {
+	if s, ok := w.(*safeWriter); ok {
+		w = s.w
+	}
+	f, ok := w.(*os.File)
+	return f, ok
+}
 
 func (s *safeWriter) Write(p []byte) (int, error) {
 	buf := append(s.pending, p...)

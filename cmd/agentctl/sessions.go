@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -293,9 +292,9 @@ func outputWidth(w io.Writer) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	if f, ok := w.(*os.File); ok {
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-			return int(ws.Col)
+	if f, ok := unwrapFile(w); ok {
+		if cols, _ := windowSize(f); cols > 0 {
+			return cols
 		}
 	}
 	return 0
