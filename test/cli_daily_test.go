@@ -91,3 +91,19 @@ func TestAttachNeedsATerminal(t *testing.T) {
 		t.Errorf("attach --detach-keys alt-x: exit %d, %q; want a usage error with an example", code, errOut)
 	}
 }
+
+// --json writes "<>&" as they are, not encoding/json's \u003c; on a
+// terminal the envelope is indented for a person, in a pipe one line.
+func TestJSONIsReadable(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "j1", "--", "sh", "-c", "sleep 30 # <a> & b")
+	out := h.ctl(0, "--json", "status", "j1")
+	if !strings.Contains(out, "# <a> & b") || strings.Contains(out, `\u003c`) || strings.Count(out, "\n") != 1 {
+		t.Errorf("status --json in a pipe: %q; want one line with <a> & b as they are", out)
+	}
+	if out := h.ptyOutput("--json", "status", "j1"); !strings.Contains(out, "\n  \"ok\": true,") || !strings.Contains(out, "<a> & b") {
+		t.Errorf("status --json on a terminal: %q; want it indented", out)
+	}
+}

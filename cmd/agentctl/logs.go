@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -87,8 +86,10 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 		case e.json:
 			e.emit(typeEvent, ev)
 		case o.events:
-			b, _ := json.Marshal(ev)
-			fmt.Fprintf(e.stdout, "%s\n", b)
+			// One line an event, "<" as it is (no HTML escaping).
+			enc := json.NewEncoder(e.stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(ev)
 		case ev.Type == wire.EventOutput:
 			io.WriteString(out, ev.Data)
 		}

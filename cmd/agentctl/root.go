@@ -172,7 +172,7 @@ func newRoot(e *env, args []string) *cobra.Command {
 	root.SetErr(e.stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.socket, "socket", wire.DefaultSocketPath(), "agentd's socket")
-	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream")
+	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream (indented on a terminal)")
 	durationVar(pf, &e.timeout, "timeout", "give up after this long (e.g. 30s); 0 waits as long as the request does")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if c == root {

@@ -421,11 +421,23 @@ func (e *env) writeEnvelope(command, typ string, ok bool, result any, err error)
 		}
 		out.Error = ee
 	}
-	b, _ := json.Marshal(out)
 	e.outMu.Lock()
-	fmt.Fprintf(e.stdout, "%s\n", b)
+	e.jsonOut().Encode(out)
 	e.outMu.Unlock()
 	return exitCode(err)
+}
+
+// jsonOut is the encoder of --json envelopes: without encoding/json's
+// HTML escaping (a terminal or jq wants "<", not "\u003c"), and indented
+// when stdout is a terminal, as gh and kubectl print for a person; a pipe
+// gets one envelope per line, which a stream needs.
+func (e *env) jsonOut() *json.Encoder {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	if f, ok := e.stdout.(*os.File); ok && isTerminal(f) {
+		enc.SetIndent("", "  ")
+	}
+	return enc
 }
 
 // emit prints one item of a stream as an envelope line of type typ.
