@@ -38,7 +38,7 @@ func logsVerb() verb {
 			"--plain prints the text a person saw instead of the raw bytes: escape sequences and in-place\n" +
 			"edits applied, the lines as they scrolled off the screen, then the screen as it was left.\n" +
 			"--since starts at a seq (120), a duration ago (90s, 5m, 1h30m) or a time (2026-11-30T20:00:00Z,\n" +
-			"\"2026-11-30 20:00\"). --tail N prints the last N lines (with --events or --json, the last N\n" +
+			"\"2026-11-30 20:00\"; a time to come prints nothing, and exits 0). --tail N prints the last N lines (with --events or --json, the last N\n" +
 			"events). --limit N stops after N events.\n\n" +
 			"--events prints every event of the log (output, input, ask, answer, resize, signal, exit) as a\n" +
 			"JSON line. With --json each event is an envelope of type \"event\", one per line, and a last\n" +
