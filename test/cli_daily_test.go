@@ -5,6 +5,7 @@ package test
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -105,5 +106,79 @@ func TestJSONIsReadable(t *testing.T) {
 	}
 	if out := h.ptyOutput("--json", "status", "j1"); !strings.Contains(out, "\n  \"ok\": true,") || !strings.Contains(out, "<a> & b") {
 		t.Errorf("status --json on a terminal: %q; want it indented", out)
+	}
+}
+
+// Small things that were rough (issue 24 items 7 and 14), one command each.
+func TestDailyRoughEdges(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+
+	// spawn x sleep 10 meant the command: say where the -- goes.
+	if _, errOut, code := h.agentctl("", "spawn", "x", "sleep", "10"); code != wire.ExitUsage || !strings.Contains(errOut, "agentctl spawn x -- sleep 10") {
+		t.Errorf("spawn without --: exit %d, %q; want a usage error showing the --", code, errOut)
+	}
+	// A current directory deleted under the shell: spawn_failed, not internal.
+	gone := t.TempDir() + "/gone"
+	os.Mkdir(gone, 0o755)
+	cmd := exec.Command("sh", "-c", `cd "$1" && rmdir "$1" && exec "$2" spawn d -- true`, "sh", gone, bin.agentctl)
+	cmd.Env = h.env()
+	_, errOut, code := h.runCmd(cmd)
+	if code != wire.InfoOf(wire.CodeSpawnFailed).Exit || !strings.Contains(errOut, "current directory is gone") {
+		t.Errorf("spawn in a deleted directory: exit %d, %q; want spawn_failed naming the directory", code, errOut)
+	}
+
+	// --until '^FIN' matches a line of the output at once: ^ and $ are
+	// line-wise, not the whole screen's ends.
+	h.ctl(0, "spawn", "fin", "--", "sh", "-c", "echo start; echo FIN; exec sleep 30")
+	start := time.Now()
+	if out := h.ctl(0, "--timeout", "20s", "wait", "fin", "--until", "^FIN$"); !strings.Contains(out, "matched") {
+		t.Errorf("wait --until '^FIN$': %q; want matched", out)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("wait --until '^FIN$' took %s", d)
+	}
+	// --progress is for --json; alone it is refused, not silently nothing.
+	if _, errOut, code := h.agentctl("", "wait", "fin", "--exit", "--progress"); code != wire.ExitUsage || !strings.Contains(errOut, "--json") {
+		t.Errorf("wait --progress without --json: exit %d, %q; want a usage error", code, errOut)
+	}
+	// snapshot ends at the last written row.
+	if out := h.ctl(0, "snapshot", "fin"); !strings.HasSuffix(out, "FIN\n") {
+		t.Errorf("snapshot ends %q; want no blank rows after FIN", out[max(0, len(out)-20):])
+	}
+	// The wire's parameter names do not reach a person.
+	if _, errOut, _ := h.agentctl("", "logs", "fin", "--from", "999"); strings.Contains(errOut, "from_seq") || !strings.Contains(errOut, "--from 999") {
+		t.Errorf("logs --from 999: %q; want it in the flag's words", errOut)
+	}
+	// status of an ended session says when it ended.
+	h.ctl(0, "spawn", "end", "--", "true")
+	h.ctl(0, "--timeout", "20s", "wait", "end", "--exit")
+	if out := h.ctl(0, "status", "end"); !strings.Contains(out, "ended at:") {
+		t.Errorf("status of an ended session:\n%s\nwant its end time", out)
+	}
+	// At 80 columns a 59-character name is cut, not the other columns.
+	long := strings.Repeat("n", 59)
+	h.ctl(0, "spawn", long, "--", "sleep", "30")
+	out, _, _ := h.agentctlAt(t.TempDir(), []string{"COLUMNS=80"}, "list")
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if utf8.RuneCountInString(l) > 80 {
+			t.Errorf("COLUMNS=80: a line of %d columns: %q", utf8.RuneCountInString(l), l)
+		}
+		if strings.HasPrefix(l, "nnnn") && (!strings.Contains(l, "…") || !strings.Contains(l, "running") || !strings.Contains(l, "sleep 30")) {
+			t.Errorf("COLUMNS=80: the long name's row %q; want the name cut and its status and command shown", l)
+		}
+	}
+	// channel listen ends at --timeout, not 2 s after it.
+	start = time.Now()
+	if _, errOut, code := h.agentctl("", "--timeout", "1s", "channel", "listen"); code != 0 || !strings.Contains(errOut, "listening on channel") {
+		t.Errorf("channel listen --timeout 1s: exit %d, %q", code, errOut)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("channel listen --timeout 1s ran %s", d)
+	}
+	// record --since takes what logs --since takes.
+	if _, errOut, code := h.agentctl("", "record", "fin", "--since", time.Now().Add(-time.Minute).Format("2006-01-02 15:04"), "-o", t.TempDir()+"/f.cast"); code != 0 {
+		t.Errorf("record --since \"YYYY-MM-DD HH:MM\": exit %d, %q", code, errOut)
 	}
 }

@@ -148,19 +148,23 @@ func recordScreen(ctx context.Context, e *env, args []string, out string, from, 
 	return c.RecordScreen(ctx, wire.RecordScreenParams{Dir: dir, Since: from, Until: to, Overwrite: force})
 }
 
-// parseWhen reads a --since/--until value: empty, an RFC 3339 time, or a
-// duration before now.
+// parseWhen reads a --since/--until value: empty, a duration before now,
+// or a time in the forms logs --since takes (RFC 3339, or local
+// "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04",
+// "2006-01-02").
 func parseWhen(v string, now time.Time, flag string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, usagef("--%s %q is neither a time such as 2026-11-30T17:00:00Z nor a duration ago such as 10m", flag, v)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--%s %q is neither a time such as 2026-11-30T17:00:00Z or \"2026-11-30 17:00\" nor a duration ago such as 10m", flag, safeText(v))
 }
 
 // openRecording opens the file to write: standard output for "-"; a file

@@ -285,9 +285,27 @@ func (e *env) fail(command string, err error) int {
 	// A message may quote what a session controls (its cwd, its screen):
 	// escaped, as all human output (safe.go).
 	if !printTimeout(e.stderr, err) {
-		fmt.Fprintf(e.stderr, "agentctl: %s\n", safeText(err.Error()))
+		fmt.Fprintf(e.stderr, "agentctl: %s\n", safeText(flagWords(command, err.Error())))
 	}
 	return exitCode(err)
+}
+
+// wireWords are the daemon's parameter names that reach a person in its
+// messages, and the flags a person gave instead, per verb: "from_seq 999
+// is past the end" reads "--from 999 is past the end" in a terminal.
+// --json keeps the daemon's words, which a script may match.
+var wireWords = map[string]*strings.Replacer{
+	"logs":       strings.NewReplacer("from_seq ", "--from "),
+	"ask":        strings.NewReplacer("via \"", "--via \""),
+	"screenshot": strings.NewReplacer("pass overwrite (agentctl screenshot --force)", "pass --force"),
+}
+
+// flagWords is msg in the flags of command rather than the wire's names.
+func flagWords(command, msg string) string {
+	if r := wireWords[command]; r != nil {
+		return r.Replace(msg)
+	}
+	return msg
 }
 
 // maxSocketPath is the longest path a Unix socket address holds: sun_path

@@ -37,6 +37,10 @@ func spawnVerb() verb {
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			pos, command := splitDash(e.cmd, args)
+			if len(command) == 0 && len(pos) > 1 {
+				// spawn x sleep 10: the command was meant, without its --.
+				return nil, usagef("spawn takes its command after --: agentctl spawn %s -- %s", safeText(pos[0]), safeText(shellJoin(pos[1:])))
+			}
 			if len(pos) != 1 || len(command) == 0 {
 				return nil, usagef("usage: %s; see agentctl spawn --help", usageLine(e.cmd))
 			}
@@ -85,7 +89,9 @@ func spawnDir(cwd string) (string, error) {
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("the current directory: %w; give --cwd with an absolute path", err)
+		// Most often a directory deleted under the shell: the program
+		// could not start there, as spawn_failed says for any cwd.
+		return "", wire.Errorf(wire.CodeSpawnFailed, "the current directory is gone (%v): the program cannot start in it; cd to a directory that exists, or give --cwd with an absolute path", err)
 	}
 	return filepath.Join(wd, cwd), nil
 }
@@ -99,7 +105,7 @@ func askVerb() verb {
 		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
 			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the partial answer and the last lines of the screen on stderr.",
-		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test'\n  agentctl ask py 'import time; time.sleep(3); print(\"ok\")' --until '^ok'",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test'\n  agentctl ask py 'import time; time.sleep(3); print(\"ok\")' --until '^ok'\n\n  --until's ^ and $ match at each line's start and end (agentctl adds (?m)); \\A and \\z anchor the whole text.",
 		args:          exactArgs(2),
 		complete:      completeSession,
 		serverTimeout: true,
@@ -115,6 +121,7 @@ func askVerb() verb {
 				return nil, err
 			}
 			p.Name, p.IdleMS, p.LockTimeoutMS = args[0], ms(idle), ms(lock)
+			p.Until = lineAnchors(p.Until)
 			// The daemon's deadline is --timeout, so it answers timeout with
 			// what it saw instead of the client hanging up first.
 			p.TimeoutMS = ms(e.timeout)
@@ -122,7 +129,9 @@ func askVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			what := "waiting for " + p.Name + "'s answer"
+			// The ask first waits for the prompt, then types, then
+			// collects: the spinner says both.
+			what := "waiting for " + p.Name + "'s prompt, then its answer"
 			if p.Until != "" {
 				what += " (until " + p.Until + ")"
 			}
@@ -257,14 +266,25 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		keep[drop] = false
 		prefix -= widths[drop] + gap
 	}
+	// Still too wide: a long name is cut too (to no fewer than 16
+	// columns), rather than pushing the status and the command out.
+	nameWidth := widths[0]
+	if over := prefix + minCommand - width; width > 0 && over > 0 && widths[0] > 16 {
+		nameWidth = max(16, widths[0]-over)
+		prefix -= widths[0] - nameWidth
+	}
 	var b strings.Builder
 	for _, row := range table {
 		for i, cell := range row[:last] {
 			if !keep[i] {
 				continue
 			}
+			wd := widths[i]
+			if i == 0 {
+				cell, wd = elide(cell, nameWidth), nameWidth
+			}
 			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
+			b.WriteString(strings.Repeat(" ", wd-utf8.RuneCountInString(cell)+gap))
 		}
 		cmd := row[last]
 		if width > 0 {
@@ -343,6 +363,9 @@ func statusVerb() verb {
 			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
 			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
 			row("created", s.CreatedAt.Local().Format(time.DateTime))
+			if !s.EndedAt.IsZero() {
+				row("ended at", s.EndedAt.Local().Format(time.DateTime))
+			}
 			if !s.LastActivity.IsZero() {
 				row("last activity", s.LastActivity.Local().Format(time.DateTime))
 			}
@@ -504,8 +527,14 @@ func snapshotVerb() verb {
 			return c.Snapshot(ctx, args[0])
 		},
 		human: func(w io.Writer, r any) error {
-			for _, l := range r.(*wire.SnapshotResult).Lines {
-				fmt.Fprintln(w, l)
+			// The rows as a person sees them, without the blank rows
+			// under the last written one (--json keeps every row).
+			lines := r.(*wire.SnapshotResult).Lines
+			for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+				lines = lines[:len(lines)-1]
+			}
+			for _, l := range lines {
+				fmt.Fprintln(w, strings.TrimRight(l, " "))
 			}
 			return nil
 		},
@@ -535,7 +564,9 @@ func waitVerb() verb {
 			"--idle, or it exits (--exit); the first to hold wins. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the last lines of the screen on stderr.\n\n" +
 			"With --json --progress it streams: an envelope of type \"progress\" every second (elapsed time and\n" +
-			"the screen's last line), then the result.",
+			"the screen's last line), then the result; --progress without --json is refused.\n\n" +
+			"--until's ^ and $ match at each line's start and end (agentctl adds (?m)); \\A and \\z anchor the\n" +
+			"whole text.",
 		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit\n  agentctl wait build --exit --json --progress",
 		args:          exactArgs(1),
 		complete:      completeSession,
@@ -548,6 +579,10 @@ func waitVerb() verb {
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
+			p.Until = lineAnchors(p.Until)
+			if progress && !e.json {
+				return nil, usagef("--progress streams JSON envelopes: give --json too (on a terminal, wait shows a spinner with the elapsed time on its own)")
+			}
 			if p.Until == "" && p.IdleMS == 0 && !p.Exit {
 				// Said here, in the flags' names; the daemon can only
 				// name its parameters.
