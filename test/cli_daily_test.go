@@ -182,3 +182,35 @@ func TestDailyRoughEdges(t *testing.T) {
 		t.Errorf("record --since \"YYYY-MM-DD HH:MM\": exit %d, %q", code, errOut)
 	}
 }
+
+// run spawns, prints the output, and exits with the program's status;
+// wait --exit exits with it too (issue 24 item 13).
+func TestRunAndWaitExitWithTheProgramsStatus(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	out, errOut, code := h.agentctl("", "--timeout", "20s", "run", "r1", "--", "sh", "-c", "echo hello from run; exit 3")
+	if code != 3 || !strings.Contains(out, "hello from run") {
+		t.Errorf("run: exit %d, stdout %q, stderr %q; want 3 and the output", code, out, errOut)
+	}
+	if out := h.ctl(0, "list", "-q"); !strings.Contains(out, "r1") {
+		t.Errorf("run without --rm removed the session: %q", out)
+	}
+	if _, _, code := h.agentctl("", "--timeout", "20s", "run", "--rm", "r2", "--", "true"); code != 0 {
+		t.Errorf("run --rm true: exit %d", code)
+	}
+	if out := h.ctl(0, "list", "-q"); strings.Contains(out, "r2") {
+		t.Errorf("run --rm left the session: %q", out)
+	}
+	if _, _, code := h.agentctl("", "--timeout", "20s", "run", "r3", "--", "sh", "-c", "kill -TERM $$"); code != 128+15 {
+		t.Errorf("run of a program killed by TERM: exit %d, want %d", code, 128+15)
+	}
+	h.ctl(0, "spawn", "w3", "--", "sh", "-c", "sleep 0.2; exit 7")
+	out, _, code = h.agentctl("", "--timeout", "20s", "wait", "w3", "--exit")
+	if code != 7 || !strings.Contains(out, "exit status 7") {
+		t.Errorf("wait --exit: exit %d, %q; want 7, saying so", code, out)
+	}
+	if _, _, code := h.agentctl("", "run", "r4", "sleep", "1"); code != wire.ExitUsage {
+		t.Errorf("run without --: exit %d, want usage", code)
+	}
+}

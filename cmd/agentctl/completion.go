@@ -26,6 +26,7 @@ const (
 	completeChannel                     // a channel id
 	completeFiles                       // a file: the shell's own completion
 	completeStatus                      // session statuses, comma-separated (list --status)
+	completeDirs                        // a directory (--cwd)
 )
 
 // completionTimeout bounds the daemon's answer to a Tab.
@@ -54,6 +55,8 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 	switch kind {
 	case completeFiles:
 		return nil, cobra.ShellCompDirectiveDefault
+	case completeDirs:
+		return nil, cobra.ShellCompDirectiveFilterDirs
 	case completeNone:
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	case completeStatus:

@@ -72,7 +72,7 @@ type verb struct {
 func verbTable() []namedVerb {
 	return append([]namedVerb{
 		{"version", versionVerb}, {"hello", helloVerb},
-		{"spawn", spawnVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
+		{"spawn", spawnVerb}, {"run", runVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
 		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb},

@@ -36,34 +36,11 @@ func spawnVerb() verb {
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, command := splitDash(e.cmd, args)
-			if len(command) == 0 && len(pos) > 1 {
-				// spawn x sleep 10: the command was meant, without its --.
-				return nil, usagef("spawn takes its command after --: agentctl spawn %s -- %s", safeText(pos[0]), safeText(shellJoin(pos[1:])))
-			}
-			if len(pos) != 1 || len(command) == 0 {
-				return nil, usagef("usage: %s; see agentctl spawn --help", usageLine(e.cmd))
-			}
-			dir, err := spawnDir(cwd)
+			p, err := spawnParams(e, args, cwd, size, envs, "spawn")
 			if err != nil {
 				return nil, err
 			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
-			if size != "" {
-				if p.Cols, p.Rows, err = parseSize(size); err != nil {
-					return nil, err
-				}
-			}
-			for _, kv := range envs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return nil, usagef("--env %q is not K=V", kv)
-				}
-				if p.Env == nil {
-					p.Env = map[string]string{}
-				}
-				p.Env[k] = v
-			}
+			command := p.Argv
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
@@ -77,6 +54,40 @@ func spawnVerb() verb {
 			return nil
 		},
 	}
+}
+
+// spawnParams reads spawn's (and run's) command line: NAME -- COMMAND and
+// the flags.
+func spawnParams(e *env, args []string, cwd, size string, envs []string, verbName string) (wire.SpawnParams, error) {
+	pos, command := splitDash(e.cmd, args)
+	if len(command) == 0 && len(pos) > 1 {
+		// spawn x sleep 10: the command was meant, without its --.
+		return wire.SpawnParams{}, usagef("%s takes its command after --: agentctl %s %s -- %s", verbName, verbName, safeText(pos[0]), safeText(shellJoin(pos[1:])))
+	}
+	if len(pos) != 1 || len(command) == 0 {
+		return wire.SpawnParams{}, usagef("usage: %s; see agentctl %s --help", usageLine(e.cmd), verbName)
+	}
+	dir, err := spawnDir(cwd)
+	if err != nil {
+		return wire.SpawnParams{}, err
+	}
+	p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
+	if size != "" {
+		if p.Cols, p.Rows, err = parseSize(size); err != nil {
+			return wire.SpawnParams{}, err
+		}
+	}
+	for _, kv := range envs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return wire.SpawnParams{}, usagef("--env %q is not K=V", kv)
+		}
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		}
+		p.Env[k] = v
+	}
+	return p, nil
 }
 
 // spawnDir is the absolute directory a spawn runs in: the caller's own by
@@ -565,6 +576,8 @@ func waitVerb() verb {
 			"timeout prints the last lines of the screen on stderr.\n\n" +
 			"With --json --progress it streams: an envelope of type \"progress\" every second (elapsed time and\n" +
 			"the screen's last line), then the result; --progress without --json is refused.\n\n" +
+			"When the program's exit ends the wait, agentctl exits with the program's exit status (128+N for\n" +
+			"signal N), as a shell would, and says how it ended.\n\n" +
 			"--until's ^ and $ match at each line's start and end (agentctl adds (?m)); \\A and \\z anchor the\n" +
 			"whole text.",
 		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit\n  agentctl wait build --exit --json --progress",
@@ -596,13 +609,35 @@ func waitVerb() verb {
 			if progress && e.json {
 				defer e.reportWait(ctx, c, p)()
 			}
-			return c.Wait(ctx, p)
+			r, err := c.Wait(ctx, p)
+			if err != nil || r.Reason != wire.WaitReasonExited {
+				return r, err
+			}
+			// Ended: exit with the program's own status, as a shell
+			// would (docker wait prints it), and say it.
+			st, err := endedStatus(ctx, c, p.Name)
+			if err != nil {
+				return nil, err
+			}
+			e.status = programExit(st)
+			return &waitExited{WaitResult: r, note: exitNote(st)}, nil
 		},
 		human: func(w io.Writer, r any) error {
+			if x, ok := r.(*waitExited); ok {
+				fmt.Fprintf(w, "%s: %s\n", x.Reason, x.note)
+				return nil
+			}
 			fmt.Fprintln(w, r.(*wire.WaitResult).Reason)
 			return nil
 		},
 	}
+}
+
+// waitExited is a wait that ended with the program: the daemon's result
+// (its JSON unchanged) and how the program ended, for a person.
+type waitExited struct {
+	*wire.WaitResult
+	note string
 }
 
 // reportWait prints a progress envelope every progressEvery while a wait
