@@ -214,3 +214,29 @@ func TestRunAndWaitExitWithTheProgramsStatus(t *testing.T) {
 		t.Errorf("run without --: exit %d, want usage", code)
 	}
 }
+
+// Tab offers what fits: key names after --keys, signals after --signal,
+// directories after --cwd, a command after spawn's --, then files
+// (cobra's directives: 4 no files, 16 directories only, 0 the shell's files).
+func TestCompletionOffersWhatFits(t *testing.T) {
+	t.Parallel()
+	h := newHome(t) // none of these asks the daemon
+	for _, tc := range []struct {
+		words []string
+		want  string // a candidate, or the directive line
+	}{
+		{[]string{"send", "x", "--keys", "ctrl+"}, "ctrl+c\n"},
+		{[]string{"send", "x", "--keys", "enter,ta"}, "enter,tab\n"},
+		{[]string{"stop", "x", "--signal", "KI"}, "KILL\n"},
+		{[]string{"spawn", "x", "--cwd", ""}, ":16\n"},
+		{[]string{"spawn", "x", "--", "s"}, "\nsh\n"},
+		{[]string{"spawn", "x", "--", "sh", ""}, ":0\n"},
+		{[]string{"spawn", ""}, ":4\n"},
+		{[]string{"run", "x", "--", "tr"}, "\ntrue\n"},
+	} {
+		out, _, _ := h.agentctl("", append([]string{"__complete"}, tc.words...)...)
+		if !strings.Contains("\n"+out, tc.want) {
+			t.Errorf("completing %q: %q; want %q among it", tc.words, out, tc.want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func runVerb() verb {
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
 			fs.BoolVar(&rm, "rm", false, "remove the session once it ended")
 		},
+		complete:     completeCommand,
 		flagComplete: map[string]completeKind{"cwd": completeDirs, "env": completeNone, "size": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p, err := spawnParams(e, args, cwd, size, envs, "run")

@@ -35,6 +35,8 @@ func spawnVerb() verb {
 			fs.StringArrayVar(&envs, "env", nil, "K=V, repeatable")
 			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
 		},
+		complete:     completeCommand,
+		flagComplete: map[string]completeKind{"cwd": completeDirs, "env": completeNone, "size": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p, err := spawnParams(e, args, cwd, size, envs, "spawn")
 			if err != nil {
@@ -399,6 +401,7 @@ func stopVerb() verb {
 			durationVar(fs, &grace, "grace", "wait this long before KILL (default 5s)")
 			fs.BoolVar(&p.Force, "force", false, "if the session's worker does not answer, kill it and the program")
 		},
+		flagComplete: map[string]completeKind{"signal": completeSignals, "grace": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.GraceMS = args[0], ms(grace)
 			c, err := e.dial(ctx)
@@ -492,6 +495,7 @@ func sendVerb() verb {
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&keys, "keys", "", "key names, comma-separated")
 		},
+		flagComplete: map[string]completeKind{"keys": completeKeys},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if len(args) == 1 && keys == "" {
 				return nil, usagef("usage: %s (give TEXT, --keys or both); see agentctl send --help", usageLine(e.cmd))
