@@ -240,3 +240,23 @@ func TestCompletionOffersWhatFits(t *testing.T) {
 		}
 	}
 }
+
+// agentd --check-config reports every problem of the file at once, in line
+// order, with the known key a typo was near (issue 24 item 6); the
+// config reload keeps the same words.
+func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	path := h.config + "/bad.toml"
+	os.MkdirAll(h.config, 0o700)
+	os.WriteFile(path, []byte("max_conections = 5\nlog_level = \"loud\"\nask_idle = 5\n"), 0o600)
+	cmd := exec.Command(bin.agentd, "--config", path, "--check-config")
+	cmd.Env = h.env()
+	_, errOut, code := h.runCmd(cmd)
+	i1 := strings.Index(errOut, path+`:1: unknown key "max_conections"; did you mean "max_connections"?`)
+	i2 := strings.Index(errOut, path+`:2: key "log_level"`)
+	i3 := strings.Index(errOut, path+`:3: key "ask_idle" must be a duration`)
+	if code == 0 || !strings.Contains(errOut, "3 problems") || i1 < 0 || i2 < i1 || i3 < i2 {
+		t.Errorf("agentd --check-config: exit %d\n%s\nwant the three problems in line order, the typo with its suggestion", code, errOut)
+	}
+}
