@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/internal/xvfbtest"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -258,5 +259,46 @@ func TestCheckConfigReportsEveryProblemAtOnce(t *testing.T) {
 	i3 := strings.Index(errOut, path+`:3: key "ask_idle" must be a duration`)
 	if code == 0 || !strings.Contains(errOut, "3 problems") || i1 < 0 || i2 < i1 || i3 < i2 {
 		t.Errorf("agentd --check-config: exit %d\n%s\nwant the three problems in line order, the typo with its suggestion", code, errOut)
+	}
+}
+
+// screenshot: agentctl writes the file from the image in the answer (so a
+// forwarded socket's screenshot lands here), refuses an existing file
+// without --force and a link always, and refuses -o - on a terminal
+// (issue 24 item 3).
+func TestScreenshotIsWrittenByTheClient(t *testing.T) {
+	t.Parallel()
+	if !xvfbtest.Installed() {
+		t.Skip("Xvfb is not installed; .ci/run installs it")
+	}
+	h := newHome(t)
+	srv := xvfbtest.Start(t, xvfbtest.Options{Width: 320, Height: 200})
+	h.startDaemon([]string{"--display", srv.Display})
+	dir := t.TempDir()
+	// Relative to agentctl's directory, not the daemon's.
+	out, errOut, code := h.agentctlAt(dir, nil, "screenshot", "-o", "rel.png")
+	b, err := os.ReadFile(dir + "/rel.png")
+	if code != 0 || err != nil || !strings.HasPrefix(string(b), "\x89PNG") || !strings.Contains(out, dir+"/rel.png: 320x200 png") {
+		t.Fatalf("screenshot -o rel.png: exit %d, %q %q, file %v; want a PNG written here", code, out, errOut, err)
+	}
+	if st, _ := os.Stat(dir + "/rel.png"); st.Mode().Perm() != 0o600 {
+		t.Errorf("the screenshot is %04o, want 0600", st.Mode().Perm())
+	}
+	if _, errOut, code := h.agentctlAt(dir, nil, "screenshot", "-o", "rel.png"); code != wire.ExitUsage || !strings.Contains(errOut, "--force") {
+		t.Errorf("screenshot over an existing file: exit %d, %q; want usage naming --force", code, errOut)
+	}
+	h.ctl(0, "screenshot", "-o", dir+"/rel.png", "--force")
+	os.Symlink(dir+"/rel.png", dir+"/link.png")
+	if _, errOut, code := h.agentctlAt(dir, nil, "screenshot", "-o", "link.png", "--force"); code != wire.ExitUsage || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("screenshot through a link: exit %d, %q; want refused", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the directory holds %d entries, want rel.png and link.png (no temporary files)", len(entries))
+	}
+	if out := h.ptyOutput("screenshot", "-o", "-"); !strings.Contains(out, "stdout is a terminal") || strings.Contains(out, "PNG") {
+		t.Errorf("screenshot -o - on a terminal: %q; want it refused", out)
+	}
+	if out := h.ctl(0, "screenshot", "-o", "-"); !strings.HasPrefix(out, "\x89PNG") {
+		t.Errorf("screenshot -o - to a pipe: %.20q; want PNG bytes", out)
 	}
 }
