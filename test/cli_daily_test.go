@@ -302,3 +302,27 @@ func TestScreenshotIsWrittenByTheClient(t *testing.T) {
 		t.Errorf("screenshot -o - to a pipe: %.20q; want PNG bytes", out)
 	}
 }
+
+// record's header has the size the recording starts at, not the
+// session's size now (an attach resized it), and the resize follows as
+// an event (issue 24 item 4).
+func TestRecordHeaderHasTheStartSize(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "rs", "--size", "120x40", "--", "sh", "-c", "echo one; read x; echo two; sleep 30")
+	h.ctl(0, "--timeout", "20s", "wait", "rs", "--until", "one")
+	h.ctl(0, "resize", "rs", "160x22")
+	h.ctl(0, "send", "rs", "go", "--keys", "enter")
+	h.ctl(0, "--timeout", "20s", "wait", "rs", "--until", "two")
+	file := t.TempDir() + "/rs.cast"
+	h.ctl(0, "record", "rs", "-o", file)
+	b, _ := os.ReadFile(file)
+	lines := strings.Split(string(b), "\n")
+	if !strings.Contains(lines[0], `"width":120`) || !strings.Contains(lines[0], `"height":40`) {
+		t.Errorf("the header %s; want the start size 120x40", lines[0])
+	}
+	if !strings.Contains(string(b), `"r", "160x22"`) && !strings.Contains(string(b), `"r","160x22"`) {
+		t.Errorf("the recording has no resize to 160x22:\n%s", b)
+	}
+}

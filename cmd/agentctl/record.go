@@ -294,18 +294,47 @@ type recorder struct {
 	last    time.Time
 	prevSeq uint64
 	started bool
+	// cols, rows are the terminal's size as the log has said it so far
+	// (the start marker, then each resize): the size at the recording's
+	// start, which the session's size now is not (an attach resizes it).
+	cols, rows int
+}
+
+// track follows the terminal's size through the log.
+func (r *recorder) track(ev wire.LogEvent) {
+	switch ev.Type {
+	case wire.EventResize:
+		if ev.Cols > 0 && ev.Rows > 0 {
+			r.cols, r.rows = ev.Cols, ev.Rows
+		}
+	case wire.EventMarker:
+		// The worker's first record: "started pid N, COLSxROWS".
+		var pid, cols, rows int
+		if n, _ := fmt.Sscanf(ev.Text, "started pid %d, %dx%d", &pid, &cols, &rows); n == 3 && cols > 0 && rows > 0 {
+			r.cols, r.rows = cols, rows
+		}
+	}
 }
 
 // add records one event; rest is it and the events after it that are
 // known, to find the size the recording starts at.
 func (r *recorder) add(ev wire.LogEvent, rest []wire.LogEvent) error {
+	if r.cw == nil && ev.Type == wire.EventMarker {
+		r.track(ev) // a start marker in range says the size it starts at
+	}
 	if (!r.o.from.IsZero() && ev.TS.Before(r.o.from)) || (!r.o.to.IsZero() && ev.TS.After(r.o.to)) {
 		r.prevSeq = ev.Seq
+		r.track(ev)
 		return nil
 	}
 	if r.cw == nil {
 		r.first = ev.TS
-		cols, rows := startSize(r.st, rest)
+		cols, rows := r.cols, r.rows
+		if cols == 0 {
+			// No size in the log before this event (it rotated out):
+			// a resize before the first output, else the size now.
+			cols, rows = startSize(r.st, rest)
+		}
 		cw, err := asciicast.NewWriter(r.w, r.header(cols, rows, r.first), r.first, r.o.idle)
 		if err != nil {
 			return err
@@ -317,6 +346,7 @@ func (r *recorder) add(ev wire.LogEvent, rest []wire.LogEvent) error {
 		r.cw.Mark(ev.TS, fmt.Sprintf("gap: %d events rotated out of the log", ev.Seq-r.prevSeq-1))
 	}
 	r.started, r.prevSeq, r.last = true, ev.Seq, ev.TS
+	r.track(ev)
 	if writeEvent(r.cw, ev, r.o.input) {
 		r.res.Events++
 	}
