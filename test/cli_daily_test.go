@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,40 @@ func TestRecordHeaderHasTheStartSize(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"r", "160x22"`) && !strings.Contains(string(b), `"r","160x22"`) {
 		t.Errorf("the recording has no resize to 160x22:\n%s", b)
+	}
+}
+
+// stop, rm and status take several names or --all; one that fails does
+// not stop the others, and the exit status is the first failure's (issue
+// 24 item 13).
+func TestStopRmStatusOfSeveralSessions(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	for _, n := range []string{"m1", "m2", "m3"} {
+		h.ctl(0, "spawn", n, "--", "sleep", "60")
+	}
+	out, errOut, code := h.agentctl("", "status", "m1", "nosuch", "m2")
+	if code != wire.InfoOf(wire.CodeAgentNotFound).Exit || !regexp.MustCompile(`name: +m1\n`).MatchString(out) || !regexp.MustCompile(`name: +m2\n`).MatchString(out) || !strings.Contains(errOut, "nosuch") {
+		t.Errorf("status m1 nosuch m2: exit %d\n%s%s\nwant both statuses, the missing one on stderr, exit not_found", code, out, errOut)
+	}
+	if out := h.ctl(0, "stop", "m1", "m2", "--grace", "1s"); !strings.Contains(out, "m1 exited") || !strings.Contains(out, "m2 exited") {
+		t.Errorf("stop m1 m2: %q", out)
+	}
+	if out := h.ctl(0, "list", "-q", "--status", "running"); out != "m3\n" {
+		t.Errorf("running after stop m1 m2: %q, want m3", out)
+	}
+	// rm --all removes the ended ones only; stop --all stops the rest.
+	if out := h.ctl(0, "rm", "--all"); !strings.Contains(out, "m1 removed") || !strings.Contains(out, "m2 removed") || strings.Contains(out, "m3") {
+		t.Errorf("rm --all: %q; want m1 and m2 removed, m3 kept", out)
+	}
+	if out := h.ctl(0, "--json", "stop", "--all"); !strings.Contains(out, `"results":[{`) || !strings.Contains(out, `"name":"m3"`) {
+		t.Errorf("stop --all --json: %q", out)
+	}
+	if _, errOut, code := h.agentctl("", "stop", "m3", "--all"); code != wire.ExitUsage || !strings.Contains(errOut, "not both") {
+		t.Errorf("stop NAME --all: exit %d, %q; want a usage error", code, errOut)
+	}
+	if _, errOut, code := h.agentctl("", "stop"); code != wire.ExitUsage || !strings.Contains(errOut, "--all") {
+		t.Errorf("stop with no name: exit %d, %q", code, errOut)
 	}
 }

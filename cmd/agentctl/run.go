@@ -30,6 +30,9 @@ type env struct {
 	stderr  io.Writer
 
 	client *wire.Client
+	// all is a verb's --all (stop, rm, status): several results even
+	// when one session matched.
+	all bool
 
 	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
 	// context (interrupted) from then on; nil in tests that run agentctl
@@ -189,6 +192,12 @@ func (e *env) finish(ctx context.Context) int {
 	// printer is given a safeWriter, never the terminal itself.
 	out := newSafeWriter(e.stdout)
 	defer out.Flush()
+	if m, ok := result.(*manyResult); ok {
+		if err := e.printMany(out, m); err != nil {
+			return e.fail(e.command, err)
+		}
+		return e.status
+	}
 	if e.verb != nil && e.verb.human != nil {
 		if err := e.verb.human(out, result); err != nil {
 			return e.fail(e.command, err)

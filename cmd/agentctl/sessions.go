@@ -334,115 +334,165 @@ func outputWidth(w io.Writer) int {
 }
 
 func statusVerb() verb {
+	var all bool
 	return verb{
-		use: "status NAME", summary: "everything about one session", quick: true,
-		args: exactArgs(1), complete: completeSession,
+		use: "status NAME... [--all]", summary: "everything about a session (several names, or --all, one after another)", quick: true,
+		args: cobra.ArbitraryArgs, complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&all, "all", false, "every session")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			names, err := e.targets(ctx, "status", args, all, func(wire.SessionRow) bool { return true })
+			if err != nil {
+				return nil, err
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Status(ctx, args[0])
+			e.all = all
+			// Several: a blank line after each block, so they read apart.
+			blocks := func(w io.Writer, r any) error {
+				if err := printStatus(w, r); err != nil {
+					return err
+				}
+				_, err := io.WriteString(w, "\n")
+				return err
+			}
+			return e.each(ctx, names, blocks, func(ctx context.Context, name string) (any, error) { return c.Status(ctx, name) })
 		},
-		human: func(w io.Writer, r any) error {
-			s := r.(*wire.SessionStatus)
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			// Each value on its row, escaped whole (safe.go): a cwd or a
-			// reason with a newline cannot forge a row.
-			row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%s\n", k, safeText(fmt.Sprint(v))) }
-			row("name", s.Name)
-			row("status", s.Status)
-			if s.SilentMS > 0 {
-				row("silent", fmt.Sprintf("%s (its worker has not answered)", time.Duration(s.SilentMS)*time.Millisecond))
-			}
-			row("allows", strings.Join(s.Allows, ", "))
-			if s.Termination != "" {
-				row("ended", exitText(s.Termination, s.ExitCode, s.Signal))
-			}
-			if s.Reason != "" {
-				row("reason", s.Reason)
-			}
-			row("command", shellJoin(s.Argv))
-			row("cwd", s.Cwd)
-			// The JSON keeps the daemon's pids as it answered them (the
-			// result is the daemon's); a person is told they are history.
-			pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
-			if s.ProgramPID == 0 && s.WorkerPID == 0 {
-				pids = "none"
-			} else if !processesLive(s.Status) {
-				pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
-			}
-			row("pids", pids)
-			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
-			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
-			row("created", s.CreatedAt.Local().Format(time.DateTime))
-			if !s.EndedAt.IsZero() {
-				row("ended at", s.EndedAt.Local().Format(time.DateTime))
-			}
-			if !s.LastActivity.IsZero() {
-				row("last activity", s.LastActivity.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
-		},
+		human: printStatus,
 	}
+}
+
+// printStatus prints one session's status as key: value rows.
+func printStatus(w io.Writer, r any) error {
+	s := r.(*wire.SessionStatus)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	// Each value on its row, escaped whole (safe.go): a cwd or a
+	// reason with a newline cannot forge a row.
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%s\n", k, safeText(fmt.Sprint(v))) }
+	row("name", s.Name)
+	row("status", s.Status)
+	if s.SilentMS > 0 {
+		row("silent", fmt.Sprintf("%s (its worker has not answered)", time.Duration(s.SilentMS)*time.Millisecond))
+	}
+	row("allows", strings.Join(s.Allows, ", "))
+	if s.Termination != "" {
+		row("ended", exitText(s.Termination, s.ExitCode, s.Signal))
+	}
+	if s.Reason != "" {
+		row("reason", s.Reason)
+	}
+	row("command", shellJoin(s.Argv))
+	row("cwd", s.Cwd)
+	// The JSON keeps the daemon's pids as it answered them (the
+	// result is the daemon's); a person is told they are history.
+	pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
+	if s.ProgramPID == 0 && s.WorkerPID == 0 {
+		pids = "none"
+	} else if !processesLive(s.Status) {
+		pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
+	}
+	row("pids", pids)
+	row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
+	row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
+	row("created", s.CreatedAt.Local().Format(time.DateTime))
+	if !s.EndedAt.IsZero() {
+		row("ended at", s.EndedAt.Local().Format(time.DateTime))
+	}
+	if !s.LastActivity.IsZero() {
+		row("last activity", s.LastActivity.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 func stopVerb() verb {
 	var p wire.StopParams
 	var grace time.Duration
+	var stopAll bool
 	return verb{
-		use: "stop NAME [--signal SIG] [--grace DURATION] [--force]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		use: "stop NAME... [--all] [--signal SIG] [--grace DURATION] [--force]", summary: "stop sessions' programs (TERM, then KILL after the grace period)",
 		long: "Send the program SIG (default TERM), wait the grace period for it to exit, then KILL it.\n\n" +
 			"A session whose worker does not answer shows as unresponsive (agentctl list); --force kills\n" +
-			"its worker and its program with KILL and records the session as failed (host_death).",
-		args: exactArgs(1), complete: completeSession,
+			"its worker and its program with KILL and records the session as failed (host_death).\n\n" +
+			"Several names, or --all (every live session), are stopped at once; one that fails does not stop\n" +
+			"the others, and the exit status is the first failure's.",
+		args: cobra.ArbitraryArgs, complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
 			durationVar(fs, &grace, "grace", "wait this long before KILL (default 5s)")
 			fs.BoolVar(&p.Force, "force", false, "if the session's worker does not answer, kill it and the program")
+			fs.BoolVar(&stopAll, "all", false, "every live session")
 		},
 		flagComplete: map[string]completeKind{"signal": completeSignals, "grace": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p.Name, p.GraceMS = args[0], ms(grace)
+			names, err := e.targets(ctx, "stop", args, stopAll, func(s wire.SessionRow) bool { return processesLive(s.Status) })
+			if err != nil {
+				return nil, err
+			}
+			p.GraceMS = ms(grace)
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			defer e.progress("stopping " + p.Name + ": waiting for its program to exit, KILL after the grace period")()
-			return c.Stop(ctx, p)
+			defer e.progress("stopping " + strings.Join(names, ", ") + ": waiting for the programs to exit, KILL after the grace period")()
+			e.all = stopAll
+			return e.each(ctx, names, printStop, func(ctx context.Context, name string) (any, error) {
+				q := p
+				q.Name = name
+				return c.Stop(ctx, q)
+			})
 		},
-		human: func(w io.Writer, r any) error {
-			x := r.(*wire.ExitResult)
-			note := ""
-			if x.AlreadyEnded {
-				note = " (had already ended)"
-			}
-			fmt.Fprintf(w, "%s %s: %s%s\n", x.Name, x.Status, exitText(x.Termination, x.ExitCode, x.Signal), note)
-			return nil
-		},
+		human: printStop,
 	}
+}
+
+// printStop prints how a stop ended a session.
+func printStop(w io.Writer, r any) error {
+	x := r.(*wire.ExitResult)
+	note := ""
+	if x.AlreadyEnded {
+		note = " (had already ended)"
+	}
+	_, err := fmt.Fprintf(w, "%s %s: %s%s\n", safeText(x.Name), x.Status, safeText(exitText(x.Termination, x.ExitCode, x.Signal)), note)
+	return err
 }
 
 func rmVerb() verb {
 	var p wire.RmParams
+	var rmAll bool
+	human := func(w io.Writer, r any) error {
+		_, err := fmt.Fprintf(w, "%s removed\n", safeText(r.(*wire.RmResult).Name))
+		return err
+	}
 	return verb{
-		use: "rm NAME [--force]", summary: "remove an ended session and its files (--force stops a running one first)",
-		args: exactArgs(1), complete: completeSession,
+		use: "rm NAME... [--all] [--force]", summary: "remove ended sessions and their files (--force stops running ones first)",
+		long: "Remove ended sessions and their files; --force stops a running one first. --all removes every\n" +
+			"ended session (with --force, every session). One that fails does not stop the others; the exit\n" +
+			"status is the first failure's.",
+		args: cobra.ArbitraryArgs, complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&p.Force, "force", false, "stop a running session first")
+			fs.BoolVar(&rmAll, "all", false, "every ended session (every session with --force)")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p.Name = args[0]
+			names, err := e.targets(ctx, "rm", args, rmAll, func(s wire.SessionRow) bool { return p.Force || !processesLive(s.Status) })
+			if err != nil {
+				return nil, err
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Rm(ctx, p)
+			e.all = rmAll
+			return e.each(ctx, names, human, func(ctx context.Context, name string) (any, error) {
+				q := p
+				q.Name = name
+				return c.Rm(ctx, q)
+			})
 		},
-		human: func(w io.Writer, r any) error {
-			fmt.Fprintf(w, "%s removed\n", r.(*wire.RmResult).Name)
-			return nil
-		},
+		human: human,
 	}
 }
 
