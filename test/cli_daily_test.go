@@ -89,6 +89,9 @@ func TestAttachNeedsATerminal(t *testing.T) {
 	if code != wire.ExitUsage || !strings.Contains(errOut, "needs a terminal on stdin") {
 		t.Errorf("attach with a pipe on stdin: exit %d, %q; want a usage error", code, errOut)
 	}
+	if _, errOut, code := h.agentctl("", "watch", "a1"); code != wire.ExitUsage || !strings.Contains(errOut, "logs -f") {
+		t.Errorf("watch NAME with a pipe on stdin: exit %d, %q; want a usage error naming logs -f", code, errOut)
+	}
 	_, errOut, code = h.agentctl("", "attach", "a1", "--detach-keys", "alt-x")
 	if code != wire.ExitUsage || !strings.Contains(errOut, "ctrl-p,ctrl-q") {
 		t.Errorf("attach --detach-keys alt-x: exit %d, %q; want a usage error with an example", code, errOut)

@@ -29,7 +29,7 @@ import (
 func TestEveryVerbHasItsOwnHelp(t *testing.T) {
 	t.Parallel()
 	h := newHome(t) // no daemon: help never needs one
-	verbs := []string{"spawn", "ask", "list", "status", "stop", "rm", "reconcile", "logs", "send", "snapshot", "wait",
+	verbs := []string{"spawn", "run", "ask", "list", "status", "stop", "rm", "reconcile", "logs", "send", "snapshot", "wait",
 		"resize", "attach", "screen", "screenshot", "act", "version", "hello", "mcp", "serve", "channel",
 		"channel listen", "channel push", "channel list", "channel reply", "channel mcp", "completion"}
 	for _, v := range verbs {
