@@ -27,12 +27,15 @@
 package testhome
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -115,6 +118,8 @@ func ShortDir(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	os.Chmod(d, 0o700)
+	// Owned like a private home, so a run after a crash removes it.
+	os.WriteFile(filepath.Join(d, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
 	shortMu.Lock()
 	shortDirs[d] = true
 	shortMu.Unlock()
@@ -129,8 +134,15 @@ func ShortDir(tb testing.TB) string {
 // the world or download modules into a home that is thrown away.
 func Enter() (string, error) {
 	keepGo()
+	removeStale(os.TempDir())
 	root, err := os.MkdirTemp("", Prefix) // short: sockets go under it, and sun_path is ~108 bytes
 	if err != nil {
+		return "", err
+	}
+	// Whose it is: a binary that dies without cleaning up (a -timeout
+	// panics the test binary) leaves it, and the next run removes it.
+	if err := os.WriteFile(filepath.Join(root, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(root)
 		return "", err
 	}
 	dirs := map[string]string{
@@ -155,6 +167,35 @@ func Enter() (string, error) {
 	os.Unsetenv("XDG_RUNTIME_DIR")
 	os.Setenv("HISTFILE", filepath.Join(root, "home", ".bash_history"))
 	return root, nil
+}
+
+// ownerFile holds the pid of the test binary a private home belongs to.
+const ownerFile = ".owner"
+
+// removeStale removes the private homes in tmp whose test binary is gone
+// (no process has its pid; a pid reused by another process only puts the
+// removal off to a later run). A home without its owner file is left: it
+// is still being made.
+func removeStale(tmp string) {
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), Prefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // its binary (or a process of that number) still runs
+		}
+		os.RemoveAll(dir)
+	}
 }
 
 // keepGo pins the go command's caches and env file to where they are now,

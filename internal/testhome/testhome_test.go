@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,28 @@ func TestAddedNamesWhatARunLeft(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("Added = %q, want %q", got, want)
+	}
+}
+
+// A private home whose test binary died (a -timeout panics it before any
+// clean-up) is removed by the next run; a live one is left.
+func TestAStaleHomeIsRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	stale, live, young := filepath.Join(tmp, Prefix+"1"), filepath.Join(tmp, Prefix+"2"), filepath.Join(tmp, Prefix+"3")
+	for _, d := range []string{stale, live, young} {
+		os.Mkdir(d, 0o700)
+	}
+	// 2147483647 is above any pid_max: no process has it.
+	os.WriteFile(filepath.Join(stale, ownerFile), []byte("2147483647"), 0o600)
+	os.WriteFile(filepath.Join(live, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	removeStale(tmp)
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("the home of a dead test binary is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the home of this running test binary was removed")
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a home still being made (no owner yet) was removed")
 	}
 }
