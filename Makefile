@@ -4,8 +4,16 @@ GO      ?= go
 PREFIX  ?= $(HOME)/.local
 BIN     ?= bin
 
+# DESTDIR stages an install (for a package): files go under it, while the
+# paths written into them (the unit's ExecStart) are the final ones.
+DESTDIR ?=
 BINDIR  := $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
+# Completions go where each shell's packaging looks for them under PREFIX
+# (bash-completion, zsh's site-functions, fish's vendor directory).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # User units go where systemd looks for them: ~/.config/systemd/user for the
 # default per-user PREFIX, $(PREFIX)/lib/systemd/user for any other (such as
 # /usr/local, for every user). UNITDIR=... overrides either.
@@ -27,11 +35,14 @@ build:
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/agentd
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/agentctl ./cmd/agentctl-mcp
 
-# agentctl's man pages (agentctl.1, agentctl-spawn.1, ...), made from the
-# same command tree as its --help; the generator is only in this build.
-man:
+# The man pages: agentctl's (agentctl.1, agentctl-spawn.1, ...), made from
+# the same command tree as its --help (the generator is only in this
+# build); agentd.1 from agentd --help and agentd-config.5 from
+# config.example.toml (man/mkman), so none can drift from the program.
+man: build
 	rm -rf $(BIN)/man
 	$(GO) run -tags mangen ./cmd/agentctl __man $(BIN)/man
+	sh man/mkman $(BIN)/agentd config.example.toml $(BIN)/man
 
 # Run the daemon in the foreground with default settings.
 run: build
@@ -40,9 +51,12 @@ run: build
 # The whole test suite: formatting, vet, and every test with the race
 # detector. The screen and session tests need Xvfb, xterm, xdotool, tmux and
 # friends: .ci/run installs them on Debian.
+test: export AGENTD_TESTHOME_CHECK = fail
 test:
 	@fmt="$$(gofmt -l cmd pkg internal test)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
+	# Every test binary runs in a private home (internal/testhome) and fails
+	# if anything appears in the real HOME or temp directory.
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Tests that measure the heap skip under -race; run them plainly.
 	$(GO) test -count=1 -timeout 5m -run 'TestChannelIdleMemory|TestChannelSlowListener|TestPipelinedLogsStayInTheBudget|TestChannelQueuesStayInTheBudget' ./pkg/daemon
@@ -60,14 +74,21 @@ clean:
 # Install the binaries under $(PREFIX), the man pages (man finds them
 # beside the bin directory on $PATH) and the user units, pointing at them.
 install: build man
-	install -d $(BINDIR) $(UNITDIR) $(MANDIR)/man1
-	install -m 0755 $(BIN)/agentd $(BIN)/agentctl $(BIN)/agentctl-mcp $(BINDIR)/
-	install -m 0644 $(BIN)/man/*.1 $(MANDIR)/man1/
-	sed 's|@BINDIR@|$(BINDIR)|g' systemd/agentd.service > $(UNITDIR)/agentd.service
-	install -m 0644 systemd/agentd.socket $(UNITDIR)/agentd.socket
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 $(BIN)/agentd $(BIN)/agentctl $(BIN)/agentctl-mcp $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(BIN)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(BIN)/man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	$(BIN)/agentctl completion bash > $(DESTDIR)$(BASHCOMPDIR)/agentctl
+	$(BIN)/agentctl completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_agentctl
+	$(BIN)/agentctl completion fish > $(DESTDIR)$(FISHCOMPDIR)/agentctl.fish
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/agentd.service > $(DESTDIR)$(UNITDIR)/agentd.service
+	install -m 0644 systemd/agentd.socket $(DESTDIR)$(UNITDIR)/agentd.socket
 	@echo "installed; start at login with: systemctl --user daemon-reload && systemctl --user enable --now agentd.socket"
 
 # Remove exactly what install put in place.
 uninstall:
-	rm -f $(BINDIR)/agentd $(BINDIR)/agentctl $(BINDIR)/agentctl-mcp $(UNITDIR)/agentd.service $(UNITDIR)/agentd.socket
-	rm -f $(MANDIR)/man1/agentctl.1 $(MANDIR)/man1/agentctl-*.1
+	rm -f $(DESTDIR)$(BINDIR)/agentd $(DESTDIR)$(BINDIR)/agentctl $(DESTDIR)$(BINDIR)/agentctl-mcp
+	rm -f $(DESTDIR)$(UNITDIR)/agentd.service $(DESTDIR)$(UNITDIR)/agentd.socket
+	rm -f $(DESTDIR)$(MANDIR)/man1/agentctl.1 $(DESTDIR)$(MANDIR)/man1/agentctl-*.1 $(DESTDIR)$(MANDIR)/man1/agentd.1 $(DESTDIR)$(MANDIR)/man5/agentd-config.5
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/agentctl $(DESTDIR)$(ZSHCOMPDIR)/_agentctl $(DESTDIR)$(FISHCOMPDIR)/agentctl.fish

@@ -26,7 +26,7 @@ func TestAttachFollowsTheWindow(t *testing.T) {
 	c := h.client()
 	h.ctl(0, "spawn", "win", "--size", "80x24", "--env", "PS1=$ ", "--", "sh")
 	run("new-session", "-d", "-x", "100", "-y", "30", bin.agentctl+" attach win; sleep 60")
-	pane := func() string { return run("capture-pane", "-p") }
+	pane := func() string { return withoutBanner(run("capture-pane", "-p")) }
 	await(t, 10*time.Second, "the session's prompt in the pane", func() bool {
 		return strings.HasSuffix(strings.TrimSpace(pane()), "$")
 	})

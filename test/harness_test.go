@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/testhome"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -27,18 +28,28 @@ var bin struct {
 }
 
 func TestMain(m *testing.M) {
+	// The whole suite runs in a private home (HOME, XDG directories,
+	// TMPDIR): the binaries are built there, the programs sessions run keep
+	// their history there, and all of it is removed after; testhome fails
+	// the run if anything appeared in the real HOME or temp directory.
+	os.Exit(testhome.Run(func() int { return runSuite(m) }))
+}
+
+// runSuite builds the binaries once and runs the tests.
+func runSuite(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "agentd-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
 	bin.dir = dir
 	bin.agentd = filepath.Join(dir, "agentd")
 	bin.agentctl = filepath.Join(dir, "agentctl")
 	out, err := exec.Command("go", "build", "-o", dir, "../cmd/agentd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
+		return 1
 	}
 	// The clients as the Makefile builds them: static, without cgo, which
 	// halves agentctl's start-up.
@@ -46,14 +57,13 @@ func TestMain(m *testing.M) {
 	clients.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := clients.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
+		return 1
 	}
 	code := m.Run()
 	if n := killStrays(dir); n > 0 {
 		fmt.Fprintf(os.Stderr, "test: killed %d processes still running from %s after the tests\n", n, dir)
 	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 // killStrays kills processes running a binary from dir (workers whose
@@ -91,13 +101,8 @@ func newHome(t *testing.T) *home { return newHomeTB(t) }
 // newHomeTB is newHome for tests and benchmarks alike.
 func newHomeTB(t testing.TB) *home {
 	t.Helper()
-	// Short: the socket path must fit in sun_path.
-	rt, err := os.MkdirTemp("", "rt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(rt, 0o700)
-	t.Cleanup(func() { os.RemoveAll(rt) })
+	// Short: the session sockets under it must fit in sun_path.
+	rt := testhome.ShortDir(t)
 	base := t.TempDir()
 	return &home{t: t, runtime: rt, state: filepath.Join(base, "state"), config: filepath.Join(base, "config"),
 		socket: filepath.Join(rt, "agentd", "agentd.sock")}

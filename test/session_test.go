@@ -213,12 +213,16 @@ func TestAttachFromTmux(t *testing.T) {
 	h.startDaemon(nil)
 	h.ctl(0, "spawn", "sh1", "--env", "PS1=$ ", "--", "sh")
 	run("new-session", "-d", "-x", "100", "-y", "30", bin.agentctl+" attach sh1; sleep 60")
-	pane := func() string { return run("capture-pane", "-p") }
-	// The repaint clears the pane and shows the shell's prompt.
+	pane := func() string { return withoutBanner(run("capture-pane", "-p")) }
+	// The repaint clears the pane and shows the shell's prompt; the
+	// banner naming the detach key is drawn again on the last row.
 	await(t, 10*time.Second, "the session's prompt in the pane", func() bool {
 		p := strings.TrimSpace(pane())
 		return strings.HasSuffix(p, "$") || strings.HasSuffix(p, "#")
 	})
+	if rows := strings.Split(strings.TrimRight(run("capture-pane", "-p"), "\n"), "\n"); len(rows) != 30 || rows[29] != "[attached to sh1; Ctrl-] detaches]" {
+		t.Errorf("the pane's last row is not the banner after the repaint: %q", rows[len(rows)-1])
+	}
 	run("send-keys", "echo typed-$((6*7))", "Enter")
 	await(t, 10*time.Second, "the command's output in the pane", func() bool { return strings.Contains(pane(), "typed-42") })
 	// The session saw it too, and the window size followed the pane.
@@ -236,4 +240,23 @@ func TestAttachFromTmux(t *testing.T) {
 	if out := h.ctl(0, "list", "--status", "running"); !strings.Contains(out, "sh1") {
 		t.Errorf("session not running after detach:\n%s", out)
 	}
+	// Another detach sequence, as docker's --detach-keys: Ctrl-] is then
+	// a key for the program.
+	run("new-session", "-d", "-s", "two", "-x", "100", "-y", "30", bin.agentctl+" attach sh1 --detach-keys ctrl-p,ctrl-q; sleep 60")
+	pane2 := func() string { return run("capture-pane", "-p", "-t", "two") }
+	await(t, 10*time.Second, "the banner naming the keys", func() bool { return strings.Contains(pane2(), "Ctrl-P Ctrl-Q detaches") })
+	run("send-keys", "-t", "two", "C-]")
+	run("send-keys", "-t", "two", "C-p", "C-q")
+	await(t, 10*time.Second, "detached with ctrl-p,ctrl-q", func() bool { return strings.Contains(pane2(), "detached from sh1") })
+}
+
+// withoutBanner is a pane without attach's banner row.
+func withoutBanner(pane string) string {
+	var rows []string
+	for _, r := range strings.Split(pane, "\n") {
+		if !strings.HasPrefix(r, "[attached to ") {
+			rows = append(rows, r)
+		}
+	}
+	return strings.Join(rows, "\n")
 }

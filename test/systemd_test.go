@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testhome"
 )
 
 // TestMakeInstallWritesVerifiableUnits installs into a temporary prefix and
@@ -51,9 +53,7 @@ func TestMakeInstallWritesVerifiableUnits(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Errorf("binary not installed: %v", err)
 	}
-	rt, _ := os.MkdirTemp("", "rt")
-	defer os.RemoveAll(rt)
-	os.Chmod(rt, 0o700)
+	rt := testhome.ShortDir(t)
 	cmd := exec.Command(analyze, "--user", "verify", filepath.Join(units, "agentd.socket"), filepath.Join(units, "agentd.service"))
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "HOME="+home)
 	if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {

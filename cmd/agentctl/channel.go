@@ -143,7 +143,7 @@ func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 			// channel now.
 			queue = "dropped " + ago(now.Sub(*ch.DroppedAt)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", ch.ChannelID, sess, ch.Listener.PID, exe,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", safeText(ch.ChannelID), safeText(sess), ch.Listener.PID, safeText(exe),
 			queue, ch.Delivered, ch.Dropped, ago(now.Sub(ch.RegisteredAt)))
 	}
 	return tw.Flush()
@@ -187,8 +187,8 @@ func channelListenVerb() verb {
 		long: "Register a channel and print each message pushed to it as a JSON line on stdout, acknowledging\n" +
 			"it once printed; the channel's id goes to stderr. With --json every line is an envelope: the\n" +
 			"first of type \"listening\" (the channel), then one of type \"message\" per message, and a last of\n" +
-			"type \"result\" when --count is reached or it is interrupted.",
-		serverTimeout: true,
+			"type \"result\" when --count is reached, --timeout passes or it is interrupted; each is a normal\n" +
+			"end (exit 0).",
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Session, "session", "", "bind the channel to this session")
 			fs.StringVar(&p.ChannelID, "id", "", "the channel id (default: one is made)")
@@ -239,7 +239,9 @@ func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, co
 			e.emit(typeMessage, json.RawMessage(bytes.TrimSpace(n.Params)))
 		} else {
 			e.outMu.Lock()
-			fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(n.Params))
+			// encoding/json leaves C1 controls and bidi overrides as
+			// they are: escaped for a person (safe.go).
+			fmt.Fprintf(e.stdout, "%s\n", safeText(string(bytes.TrimSpace(n.Params))))
 			e.outMu.Unlock()
 		}
 		ack.Saw(m.Seq)
@@ -290,7 +292,7 @@ func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, co
 	}
 	select {
 	case <-ctx.Done():
-		return done() // interrupted: a normal end
+		return done() // --timeout or interrupted: a normal end
 	case <-finished:
 		return done()
 	case <-c.Done():

@@ -9,6 +9,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +29,78 @@ const (
 	completeChannel                     // a channel id
 	completeFiles                       // a file: the shell's own completion
 	completeStatus                      // session statuses, comma-separated (list --status)
+	completeDirs                        // a directory (--cwd)
+	completeKeys                        // key names, comma-separated (send --keys)
+	completeSignals                     // signal names (stop --signal)
+	completeCommand                     // spawn's and run's: nothing before --, a command after it, then files
 )
+
+// keyNames are send --keys' names (the daemon's pkg/session/keys.go, and
+// the ctrl+ and alt+ forms people reach for most).
+var keyNames = []string{"enter", "esc", "tab", "up", "down", "left", "right", "home", "end", "pageup", "pagedown",
+	"insert", "backspace", "delete", "space", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11", "f12",
+	"ctrl+c", "ctrl+d", "ctrl+z", "ctrl+l", "ctrl+a", "ctrl+e", "ctrl+r", "ctrl+u", "ctrl+w", "ctrl+]", "alt+b", "alt+f"}
+
+// signalNames are the signals stop --signal is given most (any name or
+// number is taken).
+var signalNames = []string{"TERM", "INT", "HUP", "KILL", "QUIT", "USR1", "USR2", "STOP", "CONT", "WINCH"}
+
+// listed completes the last item of a comma-separated list from names.
+func listed(names []string, prefix string) []cobra.Completion {
+	head, last := "", prefix
+	if i := strings.LastIndexByte(prefix, ','); i >= 0 {
+		head, last = prefix[:i+1], prefix[i+1:]
+	}
+	var out []cobra.Completion
+	for _, n := range names {
+		if strings.HasPrefix(n, strings.ToLower(last)) || strings.HasPrefix(n, strings.ToUpper(last)) {
+			out = append(out, head+n)
+		}
+	}
+	return out
+}
+
+// wordsAfterDash counts the finished words after "--" on the line being
+// completed (argv of `agentctl __complete WORDS... PARTIAL`), or -1 with
+// no "--". Cobra's completion does not keep where the dash was
+// (ArgsLenAtDash is not set there), so the line is read as the shell gave it.
+func wordsAfterDash(argv []string) int {
+	i := slices.Index(argv, "__complete")
+	if i < 0 || len(argv) < i+2 {
+		return -1
+	}
+	words := argv[i+1 : len(argv)-1] // the last is the word being completed
+	j := slices.Index(words, "--")
+	if j < 0 {
+		return -1
+	}
+	return len(words) - j - 1
+}
+
+// pathCommands are the executables on $PATH that start with prefix (a
+// path is left to the shell's own completion of files), as a shell
+// completes a command word.
+func pathCommands(prefix string) []cobra.Completion {
+	if strings.Contains(prefix, "/") {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []cobra.Completion
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(dir)
+		for _, ent := range entries {
+			n := ent.Name()
+			if seen[n] || !strings.HasPrefix(n, prefix) {
+				continue
+			}
+			if info, err := os.Stat(filepath.Join(dir, n)); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
 
 // completionTimeout bounds the daemon's answer to a Tab.
 const completionTimeout = 2 * time.Second
@@ -35,6 +109,16 @@ const completionTimeout = 2 * time.Second
 // names; later ones are free text.
 func (e *env) completer(kind completeKind) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if kind == completeCommand {
+			switch after := wordsAfterDash(os.Args); {
+			case after < 0:
+				return nil, cobra.ShellCompDirectiveNoFileComp // NAME: a new one
+			case after == 0:
+				return pathCommands(toComplete), cobra.ShellCompDirectiveNoFileComp
+			default:
+				return nil, cobra.ShellCompDirectiveDefault // the command's arguments: files
+			}
+		}
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -54,8 +138,14 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 	switch kind {
 	case completeFiles:
 		return nil, cobra.ShellCompDirectiveDefault
+	case completeDirs:
+		return nil, cobra.ShellCompDirectiveFilterDirs
 	case completeNone:
 		return nil, cobra.ShellCompDirectiveNoFileComp
+	case completeKeys:
+		return listed(keyNames, prefix), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	case completeSignals:
+		return listed(signalNames, prefix), cobra.ShellCompDirectiveNoFileComp
 	case completeStatus:
 		// The list is the client's own: no daemon needed. After a comma,
 		// the next status of the list.

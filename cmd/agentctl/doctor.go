@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -59,9 +60,11 @@ func doctorVerb() verb {
 		use:     "doctor",
 		summary: "check agentd's installation and setup; each failure comes with its fix",
 		long: "Check what agentd needs: the daemon and its version against the installed one, the socket's and\n" +
-			"state directory's owner and modes, the systemd units, the display as the daemon sees it, MIT-SHM\n" +
-			"and XTEST, the consent to act, free space for the session logs, and the Claude Code bridge in\n" +
-			"this directory's .mcp.json. A check that does not apply here says skipped and why.\n\n" +
+			"state directory's owner and modes, the systemd units, the display as the daemon sees it (none\n" +
+			"configured is skipped: sessions-only use is a setup, not a failure), MIT-SHM and XTEST, the\n" +
+			"consent to act, the config file (agentd --check-config), free space for the session logs, and\n" +
+			"the Claude Code bridge in this directory's .mcp.json. A check that does not apply here says\n" +
+			"skipped and why.\n\n" +
 			"Exits 0 when no check failed, 1 when one did.",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			r := e.doctor(ctx)
@@ -112,6 +115,7 @@ func (e *env) doctor(ctx context.Context) *doctorResult {
 	for _, c := range e.checkScreen(ctx, hello != nil) {
 		add(c)
 	}
+	add(checkConfig(ctx))
 	add(checkFreeSpace(stateDir))
 	for _, c := range checkDesktops() {
 		add(c)
@@ -263,8 +267,14 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 		consent.Status, consent.Detail = checkSkipped, "no display"
 		return []doctorCheck{display, ext, consent}
 	}
-	if !s.Connected {
-		display.Status, display.Detail, display.Fix = checkFail, fmt.Sprintf("agentd has no display (%q): %s", s.Display, s.Reason), displayFix
+	if !s.Connected && (s.Display == "" || s.Display == "none") {
+		// Headless is a setup of its own (sessions only), not a failure:
+		// nothing asked agentd for a display.
+		display.Status, display.Detail = checkSkipped, "not configured: agentd has no display ("+s.Reason+"); sessions work, screenshots and acting are off"
+		display.Fix = "to use a screen: " + displayFix
+		ext.Status, ext.Detail = checkSkipped, "no display"
+	} else if !s.Connected {
+		display.Status, display.Detail, display.Fix = checkFail, fmt.Sprintf("agentd cannot reach its display %q: %s", s.Display, s.Reason), displayFix
 		ext.Status, ext.Detail = checkSkipped, "no display"
 	} else {
 		display.Status, display.Detail = checkPass, fmt.Sprintf("%s, %dx%d, %s", s.Display, s.Width, s.Height, count(len(s.Monitors), "monitor"))
@@ -288,6 +298,51 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 		consent.Detail = "acting on the screen is not allowed (screenshots only); to allow it: allow_act = true in the config, or agentd --allow-act"
 	}
 	return []doctorCheck{display, ext, consent}
+}
+
+// checkConfig has agentd check its configuration file (agentd
+// --check-config: the daemon's own parser, every error at once), with the
+// agentd installed beside agentctl or on $PATH. A running agentd re-reads
+// the file on change and keeps its last good config on an error, so a bad
+// file can hide until the next start: this says so now.
+func checkConfig(ctx context.Context) doctorCheck {
+	c := doctorCheck{Name: "config"}
+	agentd := ""
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "agentd"); isExecutable(p) {
+			agentd = p
+		}
+	}
+	if agentd == "" {
+		if p, err := exec.LookPath("agentd"); err == nil {
+			agentd = p
+		}
+	}
+	if agentd == "" {
+		c.Status, c.Detail = checkSkipped, "no agentd beside agentctl or on $PATH to check it with"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var out, errb strings.Builder
+	cmd := exec.CommandContext(ctx, agentd, "--check-config")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		c.Status, c.Detail = checkFail, strings.ReplaceAll(msg, "\n", "; ")
+		c.Fix = "edit the file as the errors say; agentd --check-config checks it again"
+		return c
+	}
+	c.Status, c.Detail = checkPass, strings.TrimPrefix(strings.TrimSpace(out.String()), "agentd: ")
+	return c
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
 // displayFix says how to give agentd a display: through the user's

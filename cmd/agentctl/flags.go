@@ -19,6 +19,18 @@ func splitDash(c *cobra.Command, args []string) (pos, afterDash []string) {
 	return args, nil
 }
 
+// lineAnchors makes ^ and $ in an --until pattern match at each line's
+// start and end: the screen and the output are many lines, and '^ok'
+// without (?m) could only ever match at the very start, which a wait then
+// found out only at its timeout (the README's own '^ok' taught it). \A
+// and \z still anchor the whole text.
+func lineAnchors(pattern string) string {
+	if pattern == "" || strings.Contains(pattern, "(?m") || !strings.ContainsAny(pattern, "^$") {
+		return pattern
+	}
+	return "(?m)" + pattern
+}
+
 // parseSize reads COLSxROWS.
 func parseSize(s string) (cols, rows int, err error) {
 	c, r, ok := strings.Cut(strings.ToLower(s), "x")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -39,7 +38,7 @@ func logsVerb() verb {
 			"--plain prints the text a person saw instead of the raw bytes: escape sequences and in-place\n" +
 			"edits applied, the lines as they scrolled off the screen, then the screen as it was left.\n" +
 			"--since starts at a seq (120), a duration ago (90s, 5m, 1h30m) or a time (2026-11-30T20:00:00Z,\n" +
-			"\"2026-11-30 20:00\"). --tail N prints the last N lines (with --events or --json, the last N\n" +
+			"\"2026-11-30 20:00\"; a time to come prints nothing, and exits 0). --tail N prints the last N lines (with --events or --json, the last N\n" +
 			"events). --limit N stops after N events.\n\n" +
 			"--events prints every event of the log (output, input, ask, answer, resize, signal, exit) as a\n" +
 			"JSON line. With --json each event is an envelope of type \"event\", one per line, and a last\n" +
@@ -72,16 +71,27 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 		return nil, usagef("--since and --from both say where to start; give one")
 	}
 	end := &logsEnd{Name: o.p.Name}
+	// Without --plain the output is the program's bytes as it wrote them,
+	// by design (for a pipe, a file, a replay: safe.go); --plain is text
+	// for a person, escaped.
+	out := e.stdout
+	if o.p.Plain && !e.json && !o.events {
+		sw := newSafeWriter(e.stdout)
+		defer sw.Flush()
+		out = sw
+	}
 	print := func(ev wire.LogEvent) {
 		end.Events++
 		switch {
 		case e.json:
 			e.emit(typeEvent, ev)
 		case o.events:
-			b, _ := json.Marshal(ev)
-			fmt.Fprintf(e.stdout, "%s\n", b)
+			// One line an event, "<" as it is (no HTML escaping).
+			enc := json.NewEncoder(e.stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(ev)
 		case ev.Type == wire.EventOutput:
-			io.WriteString(e.stdout, ev.Data)
+			io.WriteString(out, ev.Data)
 		}
 	}
 	p := o.p
@@ -90,7 +100,7 @@ func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
 			p.Tail = o.tail
 		} else {
 			// Lines, not events: find a window of the log that holds them.
-			next, err := e.tailLines(ctx, p, o.tail)
+			next, err := e.tailLines(ctx, p, o.tail, out)
 			if err != nil {
 				return nil, err
 			}
@@ -144,7 +154,7 @@ func (e *env) streamLogs(ctx context.Context, p wire.LogsParams, print func(wire
 // last k events for k = n, 4n, 16n … until they hold more than n lines or
 // are the whole log, keeping only the last n+1 lines. It returns where the
 // log goes on.
-func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int) (uint64, error) {
+func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int, out io.Writer) (uint64, error) {
 	for k := n; ; k *= 4 {
 		var lines tailBuffer
 		lines.max = n
@@ -160,7 +170,7 @@ func (e *env) tailLines(ctx context.Context, p wire.LogsParams, n int) (uint64, 
 		}
 		// The window was the whole log when it ends before seq k.
 		if lines.complete() || res.NextSeq <= uint64(k) || k > 1<<24 {
-			io.WriteString(e.stdout, lines.last())
+			io.WriteString(out, lines.last())
 			return res.NextSeq, nil
 		}
 	}

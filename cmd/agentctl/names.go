@@ -86,5 +86,15 @@ func shellQuote(s string) string {
 	if safe {
 		return s
 	}
+	if escapeControls(s, false) != s {
+		// Control characters or bytes that are not UTF-8: bash's $'...',
+		// which spells them as escapes (see safe.go), so the line is both
+		// safe on a terminal and the command to type again.
+		// mvdan.cc/sh's syntax.Quote does the same, but its package
+		// compiles regexps at start-up (0.1 ms, measured with
+		// GODEBUG=inittrace=1), which every run of agentctl would pay.
+		r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+		return "$'" + escapeControls(r.Replace(s), false) + "'"
+	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // progressDelay is how long a call runs before the spinner appears: most
@@ -32,6 +32,7 @@ func (e *env) progress(what string) (stop func()) {
 	if !ok || e.json || !isTerminal(f) {
 		return func() {}
 	}
+	what = safeText(what) // it may name what a session controls (safe.go)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -75,11 +76,9 @@ func (e *env) progress(what string) (stop func()) {
 	}
 }
 
-// isTerminal says whether f is a terminal.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+// isTerminal says whether f is a terminal (golang.org/x/term, the same
+// TCGETS check).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // terminalWidth is f's width in columns, or 0 when unknown.
 func terminalWidth(f *os.File) int {

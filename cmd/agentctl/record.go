@@ -153,19 +153,23 @@ func recordScreen(ctx context.Context, e *env, args []string, out string, from, 
 	return c.RecordScreen(ctx, wire.RecordScreenParams{Desktop: desk, Dir: dir, Since: from, Until: to, Overwrite: force})
 }
 
-// parseWhen reads a --since/--until value: empty, an RFC 3339 time, or a
-// duration before now.
+// parseWhen reads a --since/--until value: empty, a duration before now,
+// or a time in the forms logs --since takes (RFC 3339, or local
+// "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04",
+// "2006-01-02").
 func parseWhen(v string, now time.Time, flag string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, usagef("--%s %q is neither a time such as 2026-11-30T17:00:00Z nor a duration ago such as 10m", flag, v)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--%s %q is neither a time such as 2026-11-30T17:00:00Z or \"2026-11-30 17:00\" nor a duration ago such as 10m", flag, safeText(v))
 }
 
 // openRecording opens the file to write: standard output for "-"; a file
@@ -295,18 +299,47 @@ type recorder struct {
 	last    time.Time
 	prevSeq uint64
 	started bool
+	// cols, rows are the terminal's size as the log has said it so far
+	// (the start marker, then each resize): the size at the recording's
+	// start, which the session's size now is not (an attach resizes it).
+	cols, rows int
+}
+
+// track follows the terminal's size through the log.
+func (r *recorder) track(ev wire.LogEvent) {
+	switch ev.Type {
+	case wire.EventResize:
+		if ev.Cols > 0 && ev.Rows > 0 {
+			r.cols, r.rows = ev.Cols, ev.Rows
+		}
+	case wire.EventMarker:
+		// The worker's first record: "started pid N, COLSxROWS".
+		var pid, cols, rows int
+		if n, _ := fmt.Sscanf(ev.Text, "started pid %d, %dx%d", &pid, &cols, &rows); n == 3 && cols > 0 && rows > 0 {
+			r.cols, r.rows = cols, rows
+		}
+	}
 }
 
 // add records one event; rest is it and the events after it that are
 // known, to find the size the recording starts at.
 func (r *recorder) add(ev wire.LogEvent, rest []wire.LogEvent) error {
+	if r.cw == nil && ev.Type == wire.EventMarker {
+		r.track(ev) // a start marker in range says the size it starts at
+	}
 	if (!r.o.from.IsZero() && ev.TS.Before(r.o.from)) || (!r.o.to.IsZero() && ev.TS.After(r.o.to)) {
 		r.prevSeq = ev.Seq
+		r.track(ev)
 		return nil
 	}
 	if r.cw == nil {
 		r.first = ev.TS
-		cols, rows := startSize(r.st, rest)
+		cols, rows := r.cols, r.rows
+		if cols == 0 {
+			// No size in the log before this event (it rotated out):
+			// a resize before the first output, else the size now.
+			cols, rows = startSize(r.st, rest)
+		}
 		cw, err := asciicast.NewWriter(r.w, r.header(cols, rows, r.first), r.first, r.o.idle)
 		if err != nil {
 			return err
@@ -318,6 +351,7 @@ func (r *recorder) add(ev wire.LogEvent, rest []wire.LogEvent) error {
 		r.cw.Mark(ev.TS, fmt.Sprintf("gap: %d events rotated out of the log", ev.Seq-r.prevSeq-1))
 	}
 	r.started, r.prevSeq, r.last = true, ev.Seq, ev.TS
+	r.track(ev)
 	if writeEvent(r.cw, ev, r.o.input) {
 		r.res.Events++
 	}

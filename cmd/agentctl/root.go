@@ -72,7 +72,7 @@ type verb struct {
 func verbTable() []namedVerb {
 	return append([]namedVerb{
 		{"version", versionVerb}, {"hello", helloVerb},
-		{"spawn", spawnVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
+		{"spawn", spawnVerb}, {"run", runVerb}, {"ask", askVerb}, {"list", listVerb}, {"status", statusVerb}, {"stop", stopVerb},
 		{"rm", rmVerb}, {"reconcile", reconcileVerb}, {"logs", logsVerb}, {"send", sendVerb},
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb}, {"desktop", desktopVerb},
@@ -172,7 +172,7 @@ func newRoot(e *env, args []string) *cobra.Command {
 	root.SetErr(e.stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.socket, "socket", wire.DefaultSocketPath(), "agentd's socket")
-	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream")
+	pf.BoolVar(&e.json, "json", false, "print JSON envelopes on stdout: one, or one per line for a stream (indented on a terminal)")
 	durationVar(pf, &e.timeout, "timeout", "give up after this long (e.g. 30s); 0 waits as long as the request does")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if c == root {

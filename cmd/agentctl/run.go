@@ -30,6 +30,9 @@ type env struct {
 	stderr  io.Writer
 
 	client *wire.Client
+	// all is a verb's --all (stop, rm, status): several results even
+	// when one session matched.
+	all bool
 
 	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
 	// context (interrupted) from then on; nil in tests that run agentctl
@@ -185,13 +188,23 @@ func (e *env) finish(ctx context.Context) int {
 		e.writeEnvelope(e.command, typeResult, e.status == wire.ExitOK, result, nil)
 		return e.status
 	}
-	if e.verb != nil && e.verb.human != nil {
-		if err := e.verb.human(e.stdout, result); err != nil {
+	// A person's output, escaped on its way (safe.go): a verb's human
+	// printer is given a safeWriter, never the terminal itself.
+	out := newSafeWriter(e.stdout)
+	defer out.Flush()
+	if m, ok := result.(*manyResult); ok {
+		if err := e.printMany(out, m); err != nil {
 			return e.fail(e.command, err)
 		}
 		return e.status
 	}
-	enc := json.NewEncoder(e.stdout)
+	if e.verb != nil && e.verb.human != nil {
+		if err := e.verb.human(out, result); err != nil {
+			return e.fail(e.command, err)
+		}
+		return e.status
+	}
+	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	enc.Encode(result)
 	return e.status
@@ -278,10 +291,30 @@ func (e *env) fail(command string, err error) int {
 	if e.json {
 		return e.envelope(command, typeError, nil, err)
 	}
+	// A message may quote what a session controls (its cwd, its screen):
+	// escaped, as all human output (safe.go).
 	if !printTimeout(e.stderr, err) {
-		fmt.Fprintf(e.stderr, "agentctl: %v\n", err)
+		fmt.Fprintf(e.stderr, "agentctl: %s\n", safeText(flagWords(command, err.Error())))
 	}
 	return exitCode(err)
+}
+
+// wireWords are the daemon's parameter names that reach a person in its
+// messages, and the flags a person gave instead, per verb: "from_seq 999
+// is past the end" reads "--from 999 is past the end" in a terminal.
+// --json keeps the daemon's words, which a script may match.
+var wireWords = map[string]*strings.Replacer{
+	"logs":       strings.NewReplacer("from_seq ", "--from "),
+	"ask":        strings.NewReplacer("via \"", "--via \""),
+	"screenshot": strings.NewReplacer("pass overwrite (agentctl screenshot --force)", "pass --force"),
+}
+
+// flagWords is msg in the flags of command rather than the wire's names.
+func flagWords(command, msg string) string {
+	if r := wireWords[command]; r != nil {
+		return r.Replace(msg)
+	}
+	return msg
 }
 
 // maxSocketPath is the longest path a Unix socket address holds: sun_path
@@ -327,6 +360,7 @@ func printTimeout(w io.Writer, err error) bool {
 	if json.Unmarshal(we.Details, &d) != nil || d.Op == "" || (d.Partial == "" && len(d.Screen) == 0) {
 		return false
 	}
+	w = newSafeWriter(w)
 	fmt.Fprintf(w, "agentctl: %s on session %q ran past its %s deadline; raise --timeout or check the program\n",
 		d.Op, d.Name, time.Duration(d.TimeoutMS)*time.Millisecond)
 	if d.Hint != "" {
@@ -416,11 +450,23 @@ func (e *env) writeEnvelope(command, typ string, ok bool, result any, err error)
 		}
 		out.Error = ee
 	}
-	b, _ := json.Marshal(out)
 	e.outMu.Lock()
-	fmt.Fprintf(e.stdout, "%s\n", b)
+	e.jsonOut().Encode(out)
 	e.outMu.Unlock()
 	return exitCode(err)
+}
+
+// jsonOut is the encoder of --json envelopes: without encoding/json's
+// HTML escaping (a terminal or jq wants "<", not "\u003c"), and indented
+// when stdout is a terminal, as gh and kubectl print for a person; a pipe
+// gets one envelope per line, which a stream needs.
+func (e *env) jsonOut() *json.Encoder {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	if f, ok := e.stdout.(*os.File); ok && isTerminal(f) {
+		enc.SetIndent("", "  ")
+	}
+	return enc
 }
 
 // emit prints one item of a stream as an envelope line of type typ.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +17,57 @@ import (
 
 	"github.com/agentd/agentd/pkg/wire"
 )
+
+// checkTarget refuses, before any capture, a path that is a symbolic
+// link, a directory, or a file that exists without force.
+func checkTarget(path string, force bool) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.Mode()&os.ModeSymlink != 0:
+		return usagef("%s is a symbolic link; give the real path", path)
+	case !st.Mode().IsRegular():
+		return usagef("%s is not a regular file; give a file name", path)
+	case !force:
+		return usagef("%s exists; pass --force to replace it", path)
+	}
+	return nil
+}
+
+// writeImage writes data to path whole or not at all: into a temporary
+// file beside it (0600, as the daemon wrote them: a screen may show
+// secrets), then linked into place (which fails if a file appeared
+// meanwhile) or, with force, renamed over the old one.
+func writeImage(path string, data []byte, force bool) error {
+	if err := checkTarget(path, force); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if force {
+		return os.Rename(tmp.Name(), path)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return usagef("%s exists; pass --force to replace it", path)
+		}
+		return err
+	}
+	return nil
+}
 
 // defaultJPEGQuality is the quality of a screenshot whose file is named
 // .jpg without --jpeg: the name says which format is wanted.
@@ -28,8 +82,10 @@ func screenshotVerb() verb {
 		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY] [--force] [--desktop NAME]",
 		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
 		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
-			"file named .jpg or .jpeg (quality 80). agentd writes the file itself: no image crosses the socket.\n" +
-			"An existing file is replaced only with --force; a symbolic link is never written through.\n\n" +
+			"file named .jpg or .jpeg (quality 80). The image comes back over the socket and agentctl writes\n" +
+			"the file, so over a forwarded socket it lands on this machine. An existing file is replaced only\n" +
+			"with --force; a symbolic link is never written through. -o - writes the image to stdout, and is\n" +
+			"refused when stdout is a terminal.\n\n" +
 			"The file's name must not claim another format: .png is PNG (so --jpeg refuses it), .jpg and .jpeg\n" +
 			"are JPEG, a name without an extension takes either; any other extension (.gif, .webp) is refused.",
 		example: "  agentctl screenshot -o shot.png --region 0,0,800,600\n  agentctl screenshot -o - --jpeg 80 > shot.jpg",
@@ -81,12 +137,24 @@ func screenshotVerb() verb {
 				q := defaultJPEGQuality
 				p.Format, p.Quality = "jpeg", &q
 			}
+			if out == "-" {
+				// Image bytes would garble a terminal (curl refuses too).
+				if f, ok := e.stdout.(*os.File); ok && isTerminal(f) {
+					return nil, usagef("screenshot -o - writes image bytes, and stdout is a terminal; redirect it (> shot.png) or give -o FILE")
+				}
+			}
+			// The image comes back in the answer and agentctl writes the
+			// file: over a forwarded socket (README: SSH) the file is on
+			// this machine, not the daemon's. It is checked before the
+			// screen is captured.
+			var path string
 			if out != "-" {
-				// The daemon writes the file itself: no image crosses the socket.
-				if p.Path, err = filepath.Abs(out); err != nil {
+				if path, err = filepath.Abs(out); err != nil {
 					return nil, err
 				}
-				p.Overwrite = force
+				if err := checkTarget(path, force); err != nil {
+					return nil, err
+				}
 			}
 			c, err := e.dial(ctx)
 			if err != nil {
@@ -102,6 +170,10 @@ func screenshotVerb() verb {
 				}
 				return nil, errPrinted
 			}
+			if err := writeImage(path, r.Image, force); err != nil {
+				return nil, err
+			}
+			r.Path, r.Bytes, r.Image = path, len(r.Image), nil
 			return r, nil
 		},
 		human: func(w io.Writer, r any) error {

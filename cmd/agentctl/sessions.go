@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -43,16 +42,14 @@ func spawnVerb() verb {
 			fs.IntVar(&cpuWeight, "cpu-weight", 0, "the session's CPU share, 1 to 10000; 100 is every unit's (needs a systemd user manager)")
 			spawnDesktopFlags(fs, &desk, &keepDesk)
 		},
+		complete:     completeCommand,
+		flagComplete: map[string]completeKind{"cwd": completeDirs, "env": completeNone, "size": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			pos, command := splitDash(e.cmd, args)
-			if len(pos) != 1 || len(command) == 0 {
-				return nil, usagef("usage: %s; see agentctl spawn --help", usageLine(e.cmd))
-			}
-			dir, err := spawnDir(cwd)
+			p, err := spawnParams(e, args, cwd, size, envs, "spawn")
 			if err != nil {
 				return nil, err
 			}
-			p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir, CPUWeight: cpuWeight, Desktop: desk, KeepDesktop: keepDesk}
+			p.CPUWeight, p.Desktop, p.KeepDesktop = cpuWeight, desk, keepDesk
 			if memoryMax != "" {
 				if p.MemoryMax, err = parseBytes(memoryMax); err != nil {
 					return nil, usagef("--memory-max %q: %v", memoryMax, err)
@@ -61,21 +58,7 @@ func spawnVerb() verb {
 			if e.cmd.Flags().Changed("cpu-weight") && (cpuWeight < 1 || cpuWeight > 10000) {
 				return nil, usagef("--cpu-weight %d is out of range; give 1 to 10000 (100 is the default share)", cpuWeight)
 			}
-			if size != "" {
-				if p.Cols, p.Rows, err = parseSize(size); err != nil {
-					return nil, err
-				}
-			}
-			for _, kv := range envs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return nil, usagef("--env %q is not K=V", kv)
-				}
-				if p.Env == nil {
-					p.Env = map[string]string{}
-				}
-				p.Env[k] = v
-			}
+			command := p.Argv
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
@@ -122,6 +105,40 @@ func parseBytes(s string) (int64, error) {
 	return v * mult, nil
 }
 
+// spawnParams reads spawn's (and run's) command line: NAME -- COMMAND and
+// the flags.
+func spawnParams(e *env, args []string, cwd, size string, envs []string, verbName string) (wire.SpawnParams, error) {
+	pos, command := splitDash(e.cmd, args)
+	if len(command) == 0 && len(pos) > 1 {
+		// spawn x sleep 10: the command was meant, without its --.
+		return wire.SpawnParams{}, usagef("%s takes its command after --: agentctl %s %s -- %s", verbName, verbName, safeText(pos[0]), safeText(shellJoin(pos[1:])))
+	}
+	if len(pos) != 1 || len(command) == 0 {
+		return wire.SpawnParams{}, usagef("usage: %s; see agentctl %s --help", usageLine(e.cmd), verbName)
+	}
+	dir, err := spawnDir(cwd)
+	if err != nil {
+		return wire.SpawnParams{}, err
+	}
+	p := wire.SpawnParams{Name: pos[0], Argv: command, Cwd: dir}
+	if size != "" {
+		if p.Cols, p.Rows, err = parseSize(size); err != nil {
+			return wire.SpawnParams{}, err
+		}
+	}
+	for _, kv := range envs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return wire.SpawnParams{}, usagef("--env %q is not K=V", kv)
+		}
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		}
+		p.Env[k] = v
+	}
+	return p, nil
+}
+
 // spawnDir is the absolute directory a spawn runs in: the caller's own by
 // default, as tmux new-session and docker exec -w do, and a relative --cwd
 // taken from there. The daemon's directory means nothing to the caller, so
@@ -132,7 +149,9 @@ func spawnDir(cwd string) (string, error) {
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("the current directory: %w; give --cwd with an absolute path", err)
+		// Most often a directory deleted under the shell: the program
+		// could not start there, as spawn_failed says for any cwd.
+		return "", wire.Errorf(wire.CodeSpawnFailed, "the current directory is gone (%v): the program cannot start in it; cd to a directory that exists, or give --cwd with an absolute path", err)
 	}
 	return filepath.Join(wd, cwd), nil
 }
@@ -146,7 +165,7 @@ func askVerb() verb {
 		long: "Type TEXT into the session's program once it shows its prompt, and print what it answers: the\n" +
 			"screen between the question and the next prompt. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the partial answer and the last lines of the screen on stderr.",
-		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test'\n  agentctl ask py 'import time; time.sleep(3); print(\"ok\")' --until '^ok'",
+		example:       "  agentctl ask py 'print(6*7)'\n  agentctl --timeout 10m ask sh1 'make test'\n  agentctl ask py 'import time; time.sleep(3); print(\"ok\")' --until '^ok'\n\n  --until's ^ and $ match at each line's start and end (agentctl adds (?m)); \\A and \\z anchor the whole text.",
 		args:          exactArgs(2),
 		complete:      completeSession,
 		serverTimeout: true,
@@ -162,6 +181,7 @@ func askVerb() verb {
 				return nil, err
 			}
 			p.Name, p.IdleMS, p.LockTimeoutMS = args[0], ms(idle), ms(lock)
+			p.Until = lineAnchors(p.Until)
 			// The daemon's deadline is --timeout, so it answers timeout with
 			// what it saw instead of the client hanging up first.
 			p.TimeoutMS = ms(e.timeout)
@@ -169,7 +189,9 @@ func askVerb() verb {
 			if err != nil {
 				return nil, err
 			}
-			what := "waiting for " + p.Name + "'s answer"
+			// The ask first waits for the prompt, then types, then
+			// collects: the spinner says both.
+			what := "waiting for " + p.Name + "'s prompt, then its answer"
 			if p.Until != "" {
 				what += " (until " + p.Until + ")"
 			}
@@ -222,7 +244,7 @@ func listVerb() verb {
 			r.Sessions = naturalSorted(r.Sessions)
 			if quiet && !e.json {
 				for _, s := range r.Sessions {
-					fmt.Fprintln(e.stdout, s.Name)
+					fmt.Fprintln(e.stdout, safeText(s.Name))
 				}
 				return nil, errPrinted
 			}
@@ -275,8 +297,9 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		if !s.LastActivity.IsZero() {
 			active = ago(now.Sub(s.LastActivity)) + " ago"
 		}
-		table = append(table, []string{s.Name, status, pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
-			exitText(s.Termination, s.ExitCode, s.Signal), shellJoin(s.Command)})
+		// Every cell escaped (safe.go) before the widths are measured.
+		table = append(table, []string{safeText(s.Name), safeText(status), pid, ago(time.Duration(s.AgeMS) * time.Millisecond), active,
+			safeText(exitText(s.Termination, s.ExitCode, s.Signal)), shellJoin(s.Command)})
 	}
 	const gap = 2
 	last := len(table[0]) - 1
@@ -303,14 +326,25 @@ func printSessions(w io.Writer, rows []wire.SessionRow, width int, now time.Time
 		keep[drop] = false
 		prefix -= widths[drop] + gap
 	}
+	// Still too wide: a long name is cut too (to no fewer than 16
+	// columns), rather than pushing the status and the command out.
+	nameWidth := widths[0]
+	if over := prefix + minCommand - width; width > 0 && over > 0 && widths[0] > 16 {
+		nameWidth = max(16, widths[0]-over)
+		prefix -= widths[0] - nameWidth
+	}
 	var b strings.Builder
 	for _, row := range table {
 		for i, cell := range row[:last] {
 			if !keep[i] {
 				continue
 			}
+			wd := widths[i]
+			if i == 0 {
+				cell, wd = elide(cell, nameWidth), nameWidth
+			}
 			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+gap))
+			b.WriteString(strings.Repeat(" ", wd-utf8.RuneCountInString(cell)+gap))
 		}
 		cmd := row[last]
 		if width > 0 {
@@ -338,123 +372,179 @@ func outputWidth(w io.Writer) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	if f, ok := w.(*os.File); ok {
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-			return int(ws.Col)
+	if f, ok := unwrapFile(w); ok {
+		if cols, _ := windowSize(f); cols > 0 {
+			return cols
 		}
 	}
 	return 0
 }
 
 func statusVerb() verb {
+	var all bool
 	return verb{
-		use: "status NAME", summary: "everything about one session", quick: true,
-		args: exactArgs(1), complete: completeSession,
+		use: "status NAME... [--all]", summary: "everything about a session (several names, or --all, one after another)", quick: true,
+		args: cobra.ArbitraryArgs, complete: completeSession,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&all, "all", false, "every session")
+		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			names, err := e.targets(ctx, "status", args, all, func(wire.SessionRow) bool { return true })
+			if err != nil {
+				return nil, err
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Status(ctx, args[0])
+			e.all = all
+			// Several: a blank line after each block, so they read apart.
+			blocks := func(w io.Writer, r any) error {
+				if err := printStatus(w, r); err != nil {
+					return err
+				}
+				_, err := io.WriteString(w, "\n")
+				return err
+			}
+			return e.each(ctx, names, blocks, func(ctx context.Context, name string) (any, error) { return c.Status(ctx, name) })
 		},
-		human: func(w io.Writer, r any) error {
-			s := r.(*wire.SessionStatus)
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
-			row("name", s.Name)
-			row("status", s.Status)
-			if s.SilentMS > 0 {
-				row("silent", fmt.Sprintf("%s (its worker has not answered)", time.Duration(s.SilentMS)*time.Millisecond))
-			}
-			row("allows", strings.Join(s.Allows, ", "))
-			if s.Termination != "" {
-				row("ended", exitText(s.Termination, s.ExitCode, s.Signal))
-			}
-			if s.Reason != "" {
-				row("reason", s.Reason)
-			}
-			row("command", shellJoin(s.Argv))
-			row("cwd", s.Cwd)
-			// The JSON keeps the daemon's pids as it answered them (the
-			// result is the daemon's); a person is told they are history.
-			pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
-			if s.ProgramPID == 0 && s.WorkerPID == 0 {
-				pids = "none"
-			} else if !processesLive(s.Status) {
-				pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
-			}
-			row("pids", pids)
-			if s.Launcher == "systemd" {
-				row("launcher", "systemd unit "+s.Unit+" (systemctl --user status "+s.Unit+")")
-			} else if s.Launcher != "" {
-				row("launcher", s.Launcher+" (a child of agentd: in its cgroup, with whatever restrictions it runs under)")
-			}
-			row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
-			row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
-			row("created", s.CreatedAt.Local().Format(time.DateTime))
-			if !s.LastActivity.IsZero() {
-				row("last activity", s.LastActivity.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
-		},
+		human: printStatus,
 	}
+}
+
+// printStatus prints one session's status as key: value rows.
+func printStatus(w io.Writer, r any) error {
+	s := r.(*wire.SessionStatus)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	// Each value on its row, escaped whole (safe.go): a cwd or a
+	// reason with a newline cannot forge a row.
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%s\n", k, safeText(fmt.Sprint(v))) }
+	row("name", s.Name)
+	row("status", s.Status)
+	if s.SilentMS > 0 {
+		row("silent", fmt.Sprintf("%s (its worker has not answered)", time.Duration(s.SilentMS)*time.Millisecond))
+	}
+	row("allows", strings.Join(s.Allows, ", "))
+	if s.Termination != "" {
+		row("ended", exitText(s.Termination, s.ExitCode, s.Signal))
+	}
+	if s.Reason != "" {
+		row("reason", s.Reason)
+	}
+	row("command", shellJoin(s.Argv))
+	row("cwd", s.Cwd)
+	// The JSON keeps the daemon's pids as it answered them (the
+	// result is the daemon's); a person is told they are history.
+	pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
+	if s.ProgramPID == 0 && s.WorkerPID == 0 {
+		pids = "none"
+	} else if !processesLive(s.Status) {
+		pids = "none running (were program " + fmt.Sprint(s.ProgramPID) + ", worker " + fmt.Sprint(s.WorkerPID) + "; the numbers may be other processes' now)"
+	}
+	row("pids", pids)
+	if s.Launcher == "systemd" {
+		row("launcher", "systemd unit "+s.Unit+" (systemctl --user status "+s.Unit+")")
+	} else if s.Launcher != "" {
+		row("launcher", s.Launcher+" (a child of agentd: in its cgroup, with whatever restrictions it runs under)")
+	}
+	row("size", fmt.Sprintf("%dx%d", s.Cols, s.Rows))
+	row("recorded", fmt.Sprintf("%d bytes, %d events, %d asks answered", s.Bytes, s.Events, s.Asks))
+	row("created", s.CreatedAt.Local().Format(time.DateTime))
+	if !s.EndedAt.IsZero() {
+		row("ended at", s.EndedAt.Local().Format(time.DateTime))
+	}
+	if !s.LastActivity.IsZero() {
+		row("last activity", s.LastActivity.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 func stopVerb() verb {
 	var p wire.StopParams
 	var grace time.Duration
+	var stopAll bool
 	return verb{
-		use: "stop NAME [--signal SIG] [--grace DURATION] [--force]", summary: "stop a session's program (TERM, then KILL after the grace period)",
+		use: "stop NAME... [--all] [--signal SIG] [--grace DURATION] [--force]", summary: "stop sessions' programs (TERM, then KILL after the grace period)",
 		long: "Send the program SIG (default TERM), wait the grace period for it to exit, then KILL it.\n\n" +
 			"A session whose worker does not answer shows as unresponsive (agentctl list); --force kills\n" +
-			"its worker and its program with KILL and records the session as failed (host_death).",
-		args: exactArgs(1), complete: completeSession,
+			"its worker and its program with KILL and records the session as failed (host_death).\n\n" +
+			"Several names, or --all (every live session), are stopped at once; one that fails does not stop\n" +
+			"the others, and the exit status is the first failure's.",
+		args: cobra.ArbitraryArgs, complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Signal, "signal", "", "signal to send first (default TERM)")
 			durationVar(fs, &grace, "grace", "wait this long before KILL (default 5s)")
 			fs.BoolVar(&p.Force, "force", false, "if the session's worker does not answer, kill it and the program")
+			fs.BoolVar(&stopAll, "all", false, "every live session")
 		},
+		flagComplete: map[string]completeKind{"signal": completeSignals, "grace": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p.Name, p.GraceMS = args[0], ms(grace)
+			names, err := e.targets(ctx, "stop", args, stopAll, func(s wire.SessionRow) bool { return processesLive(s.Status) })
+			if err != nil {
+				return nil, err
+			}
+			p.GraceMS = ms(grace)
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			defer e.progress("stopping " + p.Name + ": waiting for its program to exit, KILL after the grace period")()
-			return c.Stop(ctx, p)
+			defer e.progress("stopping " + strings.Join(names, ", ") + ": waiting for the programs to exit, KILL after the grace period")()
+			e.all = stopAll
+			return e.each(ctx, names, printStop, func(ctx context.Context, name string) (any, error) {
+				q := p
+				q.Name = name
+				return c.Stop(ctx, q)
+			})
 		},
-		human: func(w io.Writer, r any) error {
-			x := r.(*wire.ExitResult)
-			note := ""
-			if x.AlreadyEnded {
-				note = " (had already ended)"
-			}
-			fmt.Fprintf(w, "%s %s: %s%s\n", x.Name, x.Status, exitText(x.Termination, x.ExitCode, x.Signal), note)
-			return nil
-		},
+		human: printStop,
 	}
+}
+
+// printStop prints how a stop ended a session.
+func printStop(w io.Writer, r any) error {
+	x := r.(*wire.ExitResult)
+	note := ""
+	if x.AlreadyEnded {
+		note = " (had already ended)"
+	}
+	_, err := fmt.Fprintf(w, "%s %s: %s%s\n", safeText(x.Name), x.Status, safeText(exitText(x.Termination, x.ExitCode, x.Signal)), note)
+	return err
 }
 
 func rmVerb() verb {
 	var p wire.RmParams
+	var rmAll bool
+	human := func(w io.Writer, r any) error {
+		_, err := fmt.Fprintf(w, "%s removed\n", safeText(r.(*wire.RmResult).Name))
+		return err
+	}
 	return verb{
-		use: "rm NAME [--force]", summary: "remove an ended session and its files (--force stops a running one first)",
-		args: exactArgs(1), complete: completeSession,
+		use: "rm NAME... [--all] [--force]", summary: "remove ended sessions and their files (--force stops running ones first)",
+		long: "Remove ended sessions and their files; --force stops a running one first. --all removes every\n" +
+			"ended session (with --force, every session). One that fails does not stop the others; the exit\n" +
+			"status is the first failure's.",
+		args: cobra.ArbitraryArgs, complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&p.Force, "force", false, "stop a running session first")
+			fs.BoolVar(&rmAll, "all", false, "every ended session (every session with --force)")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p.Name = args[0]
+			names, err := e.targets(ctx, "rm", args, rmAll, func(s wire.SessionRow) bool { return p.Force || !processesLive(s.Status) })
+			if err != nil {
+				return nil, err
+			}
 			c, err := e.dial(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return c.Rm(ctx, p)
+			e.all = rmAll
+			return e.each(ctx, names, human, func(ctx context.Context, name string) (any, error) {
+				q := p
+				q.Name = name
+				return c.Rm(ctx, q)
+			})
 		},
-		human: func(w io.Writer, r any) error {
-			fmt.Fprintf(w, "%s removed\n", r.(*wire.RmResult).Name)
-			return nil
-		},
+		human: human,
 	}
 }
 
@@ -473,7 +563,7 @@ func reconcileVerb() verb {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tACTION\tBEFORE\tAFTER\tDETAIL")
 			for _, s := range res.Sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Action, s.Before, s.After, s.Detail)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(s.Name), s.Action, s.Before, s.After, safeText(s.Detail))
 			}
 			tw.Flush()
 			fmt.Fprintf(w, "%d sessions in %d ms\n", len(res.Sessions), res.TookMS)
@@ -507,6 +597,7 @@ func sendVerb() verb {
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&keys, "keys", "", "key names, comma-separated")
 		},
+		flagComplete: map[string]completeKind{"keys": completeKeys},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if len(args) == 1 && keys == "" {
 				return nil, usagef("usage: %s (give TEXT, --keys or both); see agentctl send --help", usageLine(e.cmd))
@@ -553,8 +644,14 @@ func snapshotVerb() verb {
 			return c.Snapshot(ctx, args[0])
 		},
 		human: func(w io.Writer, r any) error {
-			for _, l := range r.(*wire.SnapshotResult).Lines {
-				fmt.Fprintln(w, l)
+			// The rows as a person sees them, without the blank rows
+			// under the last written one (--json keeps every row).
+			lines := r.(*wire.SnapshotResult).Lines
+			for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+				lines = lines[:len(lines)-1]
+			}
+			for _, l := range lines {
+				fmt.Fprintln(w, strings.TrimRight(l, " "))
 			}
 			return nil
 		},
@@ -584,7 +681,11 @@ func waitVerb() verb {
 			"--idle, or it exits (--exit); the first to hold wins. --timeout (default 10m) bounds the wait; a\n" +
 			"timeout prints the last lines of the screen on stderr.\n\n" +
 			"With --json --progress it streams: an envelope of type \"progress\" every second (elapsed time and\n" +
-			"the screen's last line), then the result.",
+			"the screen's last line), then the result; --progress without --json is refused.\n\n" +
+			"When the program's exit ends the wait, agentctl exits with the program's exit status (128+N for\n" +
+			"signal N), as a shell would, and says how it ended.\n\n" +
+			"--until's ^ and $ match at each line's start and end (agentctl adds (?m)); \\A and \\z anchor the\n" +
+			"whole text.",
 		example:       "  agentctl wait py --until '(?m)^>>> $'\n  agentctl --timeout 30s wait build --exit\n  agentctl wait build --exit --json --progress",
 		args:          exactArgs(1),
 		complete:      completeSession,
@@ -597,6 +698,10 @@ func waitVerb() verb {
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			p.Name, p.IdleMS, p.TimeoutMS = args[0], ms(idle), ms(e.timeout)
+			p.Until = lineAnchors(p.Until)
+			if progress && !e.json {
+				return nil, usagef("--progress streams JSON envelopes: give --json too (on a terminal, wait shows a spinner with the elapsed time on its own)")
+			}
 			if p.Until == "" && p.IdleMS == 0 && !p.Exit {
 				// Said here, in the flags' names; the daemon can only
 				// name its parameters.
@@ -610,13 +715,35 @@ func waitVerb() verb {
 			if progress && e.json {
 				defer e.reportWait(ctx, c, p)()
 			}
-			return c.Wait(ctx, p)
+			r, err := c.Wait(ctx, p)
+			if err != nil || r.Reason != wire.WaitReasonExited {
+				return r, err
+			}
+			// Ended: exit with the program's own status, as a shell
+			// would (docker wait prints it), and say it.
+			st, err := endedStatus(ctx, c, p.Name)
+			if err != nil {
+				return nil, err
+			}
+			e.status = programExit(st)
+			return &waitExited{WaitResult: r, note: exitNote(st)}, nil
 		},
 		human: func(w io.Writer, r any) error {
+			if x, ok := r.(*waitExited); ok {
+				fmt.Fprintf(w, "%s: %s\n", x.Reason, x.note)
+				return nil
+			}
 			fmt.Fprintln(w, r.(*wire.WaitResult).Reason)
 			return nil
 		},
 	}
+}
+
+// waitExited is a wait that ended with the program: the daemon's result
+// (its JSON unchanged) and how the program ended, for a person.
+type waitExited struct {
+	*wire.WaitResult
+	note string
 }
 
 // reportWait prints a progress envelope every progressEvery while a wait

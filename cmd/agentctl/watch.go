@@ -23,12 +23,19 @@ func watchVerb() verb {
 			"(q, Ctrl-C or Ctrl-] quit) and the session keeps its size. When this terminal is smaller than\n" +
 			"the session, its last row says so and the top-left part of the session shows.\n\n" +
 			"Without NAME: a table of every session (status, last activity, asks answered, the last line\n" +
-			"of its screen), refreshed every second like top; printed once when not on a terminal.",
+			"of its screen), refreshed every second like top; printed once when not on a terminal.\n\n" +
+			"watch NAME needs a terminal on stdin; from a script, agentctl logs -f NAME follows the output.",
 		args: rangeArgs(0, 1), complete: completeSession,
 		interactive: "agentctl list --json and agentctl snapshot NAME --json give the same as data",
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if len(args) == 0 {
 				return nil, watchAll(ctx, e)
+			}
+			// Its keys (q, Ctrl-C) come from a terminal; from a pipe or
+			// /dev/null it could neither be quit nor tell an EOF from a
+			// wish to stop. Scripts have logs -f.
+			if in, ok := e.stdin.(*os.File); !ok || !isTerminal(in) {
+				return nil, usagef("watch NAME needs a terminal on stdin (q quits it); from a script, agentctl logs -f NAME follows the output")
 			}
 			return nil, watch(ctx, e, args[0])
 		},
@@ -128,8 +135,12 @@ func watchAll(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		_, err = e.stdout.Write(table)
-		return err
+		if _, err = e.stdout.Write(table); err != nil {
+			return err
+		}
+		// Printed: no result follows (finish would print a nil one as
+		// "null" after the table).
+		return errPrinted
 	}
 	left := make(chan struct{})
 	if in, ok := e.stdin.(*os.File); ok {
@@ -197,7 +208,8 @@ func sessionsTable(ctx context.Context, c *wire.Client, now time.Time, width int
 				}
 			}
 		}
-		row := fmt.Sprintf("%-16s %-8s %-9s %5s  %s", elide(r.Name, 16), r.Status, active, asks, last)
+		// The screen's line is the session's text: escaped (safe.go).
+		row := fmt.Sprintf("%-16s %-8s %-9s %5s  %s", elide(safeText(r.Name), 16), r.Status, active, asks, safeText(last))
 		b.WriteString(elide(row, width))
 		b.WriteByte('\n')
 	}

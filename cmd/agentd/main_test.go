@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testhome"
 )
 
 // agentdBin is the binary built once for these tests: they check what a
@@ -15,18 +17,19 @@ import (
 var agentdBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agentd-cmd-test")
-	if err != nil {
-		panic(err)
-	}
-	agentdBin = filepath.Join(dir, "agentd")
-	if out, err := exec.Command("go", "build", "-o", agentdBin, ".").CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		panic("building agentd: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// A private home for the whole run, the binary built inside it; all of
+	// it removed after, and checked to leave nothing in the real one.
+	os.Exit(testhome.Run(func() int {
+		dir, err := os.MkdirTemp("", "agentd-cmd-test")
+		if err != nil {
+			panic(err)
+		}
+		agentdBin = filepath.Join(dir, "agentd")
+		if out, err := exec.Command("go", "build", "-o", agentdBin, ".").CombinedOutput(); err != nil {
+			panic("building agentd: " + err.Error() + "\n" + string(out))
+		}
+		return m.Run()
+	}))
 }
 
 // agentd runs the binary with args and extra environment and returns its

@@ -235,6 +235,7 @@ func LoadNamed(path string, fv *FlagValues) (*Loaded, error) { return load(path,
 
 func load(path string, named bool, fv *FlagValues) (*Loaded, error) {
 	l := &Loaded{Settings: Defaults(), Sources: map[string]Source{}}
+	var problems problemList
 	for _, f := range Fields() {
 		l.Sources[f.Key] = FromDefault
 	}
@@ -247,10 +248,8 @@ func load(path string, named bool, fv *FlagValues) (*Loaded, error) {
 		return nil, err
 	default:
 		l.Path = path
-		set, err := parse(path, data, &l.Settings)
-		if err != nil {
-			return nil, err
-		}
+		set, errs := parse(path, data, &l.Settings)
+		problems = append(problems, errs...)
 		for _, k := range set {
 			l.Sources[k] = FromFile
 		}
@@ -268,10 +267,81 @@ func load(path string, named bool, fv *FlagValues) (*Loaded, error) {
 			}
 		})
 	}
-	if err := validate(path, data, l); err != nil {
+	problems = append(problems, validate(path, data, l)...)
+	if err := problems.err(path); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// problem is one thing wrong with the settings, at a line of the file (0:
+// a flag, a default or the whole file).
+type problem struct {
+	line int
+	msg  string
+}
+
+// problemList is every problem found in one load: all are reported at
+// once, in the order of the file's lines (then those not in the file), so
+// a person fixes them in one pass instead of one per run.
+type problemList []problem
+
+func (ps problemList) err(path string) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		li, lj := ps[i].line, ps[j].line
+		if li == 0 || lj == 0 {
+			return li != 0 && lj == 0 // lines of the file first
+		}
+		return li < lj
+	})
+	if len(ps) == 1 {
+		return errors.New(ps[0].msg)
+	}
+	msgs := make([]string, len(ps))
+	for i, p := range ps {
+		msgs[i] = "  " + p.msg
+	}
+	return fmt.Errorf("%d problems in the config (%s):\n%s", len(ps), path, strings.Join(msgs, "\n"))
+}
+
+// didYouMean is " (did you mean NAME?)" for the known key nearest to key
+// (at most a third of its letters changed), or "".
+func didYouMean(key string) string {
+	best, bestD := "", len(key)/3+1
+	for _, f := range Fields() {
+		if d := editDistance(key, f.Key); d < bestD {
+			best, bestD = f.Key, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes (keys are
+// ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // readConfig reads the file, refusing a directory and a file (or a symlink
@@ -298,32 +368,15 @@ func readConfig(path string) ([]byte, error) {
 	return data, nil
 }
 
-// parse decodes data strictly into s and returns the keys it set. Errors
-// name the file, the line and the key.
-func parse(path string, data []byte, s *Settings) ([]string, error) {
-	// go-toml puts a bare number straight into a Duration's int64, so
-	// ask_idle = 5 would be five nanoseconds: a duration needs its unit.
-	// A quoted "5" fails to parse later with a message about quotes it
-	// already has; both get the same words here: what is wrong with it.
+// parse decodes data strictly into s and returns the keys it set and every
+// problem it found, each naming the file, the line and the key: unknown
+// keys (with the nearest known one), values of the wrong type, durations
+// without their unit. The well-formed keys are decoded even when others
+// are not, so validate can judge their values in the same run.
+func parse(path string, data []byte, s *Settings) ([]string, problemList) {
 	var raw map[string]any
-	if toml.Unmarshal(data, &raw) == nil {
-		for _, f := range Fields() {
-			if v, ok := raw[f.Key]; ok && f.Type == "duration" {
-				if why := durationProblem(v); why != "" {
-					return nil, fmt.Errorf("%s:%d: key %q must be a duration in quotes with its unit, such as %s = \"1.5s\"; %s", path, lineOf(data, f.Key), f.Key, f.Key, why)
-				}
-			}
-		}
-	}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(s); err != nil {
-		var sme *toml.StrictMissingError
-		if errors.As(err, &sme) && len(sme.Errors) > 0 {
-			e := sme.Errors[0]
-			row, _ := e.Position()
-			return nil, fmt.Errorf("%s:%d: unknown key %q; the known keys are in config.example.toml (agentd --print-config lists them)", path, row, strings.Join(e.Key(), "."))
-		}
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		// Syntax, or a key set twice: go-toml stops at the first.
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, _ := de.Position()
@@ -332,23 +385,76 @@ func parse(path string, data []byte, s *Settings) ([]string, error) {
 				key = keyAtLine(data, row)
 			}
 			if strings.Contains(de.Error(), "already") { // go-toml: "toml: key allow_act is already defined"
-				return nil, fmt.Errorf("%s:%d: key %q is set twice (first on line %d); keep one", path, row, key, lineOf(data, key))
+				return nil, problemList{{row, fmt.Sprintf("%s:%d: key %q is set twice (first on line %d); keep one", path, row, key, lineOf(data, key))}}
 			}
-			for _, f := range Fields() {
-				if f.Key == key {
-					return nil, fmt.Errorf("%s:%d: key %q must be %s", path, row, key, typeWords[f.Type])
-				}
-			}
-			return nil, fmt.Errorf("%s:%d: key %q: %s", path, row, key, de.Error())
+			return nil, problemList{{row, fmt.Sprintf("%s:%d: %s", path, row, de.Error())}}
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, problemList{{0, fmt.Sprintf("%s: %v", path, err)}}
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
+	fields := map[string]Field{}
+	for _, f := range Fields() {
+		fields[f.Key] = f
+	}
+	var problems problemList
+	good := map[string]any{}
+	for key, v := range raw {
+		row := lineOf(data, key)
+		f, known := fields[key]
+		if !known {
+			hint := didYouMean(key)
+			if hint == "" {
+				hint = "; the known keys are in config.example.toml (agentd --print-config lists them)"
+			}
+			problems = append(problems, problem{row, fmt.Sprintf("%s:%d: unknown key %q%s", path, row, key, hint)})
+			continue
+		}
+		if why := typeProblem(f, v); why != "" {
+			problems = append(problems, problem{row, fmt.Sprintf("%s:%d: key %q must be %s", path, row, key, why)})
+			continue
+		}
+		good[key] = v
+	}
+	// The keys that are well formed, decoded as strictly as ever.
+	text, err := toml.Marshal(good)
+	if err == nil {
+		dec := toml.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(s)
+	}
+	if err != nil {
+		problems = append(problems, problem{0, fmt.Sprintf("%s: %v", path, err)})
+	}
+	keys := make([]string, 0, len(good))
+	for k := range good {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	return keys, nil
+	return keys, problems
+}
+
+// typeProblem says what f's value must be when v is not of its type, or "".
+// go-toml would put a bare number straight into a Duration's int64 (ask_idle
+// = 5 would be five nanoseconds), so a duration needs its unit, in quotes.
+func typeProblem(f Field, v any) string {
+	switch f.Type {
+	case "duration":
+		if why := durationProblem(v); why != "" {
+			return fmt.Sprintf("a duration in quotes with its unit, such as %s = \"1.5s\"; %s", f.Key, why)
+		}
+	case "string":
+		if _, ok := v.(string); !ok {
+			return typeWords[f.Type]
+		}
+	case "bool":
+		if _, ok := v.(bool); !ok {
+			return typeWords[f.Type]
+		}
+	case "int":
+		if _, ok := v.(int64); !ok {
+			return typeWords[f.Type]
+		}
+	}
+	return ""
 }
 
 // durationProblem says what is wrong with v as a duration setting, or ""
@@ -411,8 +517,16 @@ const maxSocketPath = 107
 var displayPattern = regexp.MustCompile(`^[A-Za-z0-9.\-]*:[0-9]+(\.[0-9]+)?$`)
 
 // validate checks values that parse but make no sense, naming where they
-// were set.
-func validate(path string, data []byte, l *Loaded) error {
+// were set; it returns every problem, not the first.
+func validate(path string, data []byte, l *Loaded) problemList {
+	var problems problemList
+	bad := func(key, format string, args ...any) {
+		line := 0
+		if l.Sources[key] == FromFile {
+			line = lineOf(data, key)
+		}
+		problems = append(problems, problem{line, fmt.Sprintf(format, args...)})
+	}
 	s := &l.Settings
 	where := func(key string) string {
 		switch l.Sources[key] {
@@ -431,7 +545,7 @@ func validate(path string, data []byte, l *Loaded) error {
 	}
 	for _, f := range Fields() {
 		if v, ok := positive[f.Key]; ok && v <= 0 {
-			return fmt.Errorf("%s: %s must be positive, not %s", where(f.Key), f.Key, s.Value(f))
+			bad(f.Key, "%s: %s must be positive, not %s", where(f.Key), f.Key, s.Value(f))
 		}
 	}
 	// A client needs time to take a frame off its socket and to think
@@ -441,47 +555,46 @@ func validate(path string, data []byte, l *Loaded) error {
 		v   Duration
 	}{{"write_timeout", s.WriteTimeout}, {"idle_timeout", s.IdleTimeout}} {
 		if t.v.D() < time.Second {
-			return fmt.Errorf("%s: %s %s is under a second, which would cut off healthy clients; give at least \"1s\" (the default is %s)",
-				where(t.key), t.key, t.v.D(), map[string]string{"write_timeout": `"30s"`, "idle_timeout": `"5m0s"`}[t.key])
+			bad(t.key, "%s: %s %s is under a second, which would cut off healthy clients; give at least \"1s\" (the default is %s)", where(t.key), t.key, t.v.D(), map[string]string{"write_timeout": `"30s"`, "idle_timeout": `"5m0s"`}[t.key])
 		}
 	}
 	if s.DesktopIdle < 0 {
-		return fmt.Errorf("%s: desktop_idle_timeout %s is negative; give \"0s\" (never) or a duration such as \"1h\"", where("desktop_idle_timeout"), s.DesktopIdle.D())
+		bad("desktop_idle_timeout", "%s: desktop_idle_timeout %s is negative; give \"0s\" (never) or a duration such as \"1h\"", where("desktop_idle_timeout"), s.DesktopIdle.D())
 	}
 	// One frame must fit, or the largest requests could never pass.
 	if s.MemoryBudget < MinMemoryBudget {
-		return fmt.Errorf("%s: memory_budget %d is below one frame (%d bytes, 16 MiB); give at least that, 268435456 (256 MiB) is the default", where("memory_budget"), s.MemoryBudget, MinMemoryBudget)
+		bad("memory_budget", "%s: memory_budget %d is below one frame (%d bytes, 16 MiB); give at least that, 268435456 (256 MiB) is the default", where("memory_budget"), s.MemoryBudget, MinMemoryBudget)
 	}
 	switch s.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return fmt.Errorf("%s: log_level %q is not debug, info, warn or error", where("log_level"), s.LogLevel)
+		bad("log_level", "%s: log_level %q is not debug, info, warn or error", where("log_level"), s.LogLevel)
 	}
 	switch s.SessionLauncher {
 	case LauncherAuto, LauncherSystemd, LauncherFork:
 	default:
-		return fmt.Errorf("%s: session_launcher %q is not auto, systemd or fork", where("session_launcher"), s.SessionLauncher)
+		bad("session_launcher", "%s: session_launcher %q is not auto, systemd or fork", where("session_launcher"), s.SessionLauncher)
 	}
 	if s.SessionMemoryMax < 0 {
-		return fmt.Errorf("%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)
+		bad("session_memory_max", "%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)
 	}
 	if s.SessionCPUWeight < 0 || s.SessionCPUWeight > 10000 {
-		return fmt.Errorf("%s: session_cpu_weight %d is out of range; give 1 to 10000 (100 is the default share), or 0 to leave systemd's", where("session_cpu_weight"), s.SessionCPUWeight)
+		bad("session_cpu_weight", "%s: session_cpu_weight %d is out of range; give 1 to 10000 (100 is the default share), or 0 to leave systemd's", where("session_cpu_weight"), s.SessionCPUWeight)
 	}
 	switch s.LogFormat {
 	case "", "json", "console":
 	default:
-		return fmt.Errorf("%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
+		bad("log_format", "%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
 	}
 	if len(s.Socket) > maxSocketPath {
-		return fmt.Errorf("%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), maxSocketPath)
+		bad("socket", "%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), maxSocketPath)
 	}
 	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
-		return fmt.Errorf("%s: socket %q must be an absolute path", where("socket"), s.Socket)
+		bad("socket", "%s: socket %q must be an absolute path", where("socket"), s.Socket)
 	}
 	if s.Display != "" && s.Display != DisplayNone {
 		if !displayPattern.MatchString(s.Display) {
-			return fmt.Errorf("%s: display %q is not an X display such as \":0\"", where("display"), s.Display)
+			bad("display", "%s: display %q is not an X display such as \":0\"", where("display"), s.Display)
 		}
 		if host, num, _ := strings.Cut(s.Display, ":"); host == "" {
 			num, _, _ = strings.Cut(num, ".")
@@ -490,7 +603,7 @@ func validate(path string, data []byte, l *Loaded) error {
 			}
 		}
 	}
-	return nil
+	return problems
 }
 
 // Print writes the settings in use as TOML, each with its source; a value

@@ -184,3 +184,36 @@ func TestFilesThatAreNotConfigs(t *testing.T) {
 		}
 	}
 }
+
+// Every problem of a file at once, in the order of its lines, an unknown
+// key with the nearest known one (issue 24 item 6).
+func TestEveryProblemAtOnceInLineOrder(t *testing.T) {
+	p := write(t, "log_level = \"loud\"\nmax_conections = 5\nask_idle = 5\nallow_act = \"yes\"\nfrobnicate = 1\nwrite_timeout = \"10ms\"\n")
+	_, err := Load(p, nil)
+	if err == nil {
+		t.Fatal("a file with six problems loaded")
+	}
+	msg := err.Error()
+	want := []string{
+		"6 problems in the config",
+		p + `:1: key "log_level"`,
+		p + `:2: unknown key "max_conections"; did you mean "max_connections"?`,
+		p + `:3: key "ask_idle" must be a duration in quotes`,
+		p + `:4: key "allow_act" must be true or false`,
+		p + `:5: unknown key "frobnicate"; the known keys`,
+		p + `:6: key "write_timeout": write_timeout 10ms is under a second`,
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(msg[at:], w)
+		if i < 0 {
+			t.Fatalf("the error lacks %q after what came before:\n%s", w, msg)
+		}
+		at += i + len(w)
+	}
+	// One problem reads as it always did: one line.
+	_, err = Load(write(t, "max_conections = 5\n"), nil)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), `did you mean "max_connections"?`) {
+		t.Errorf("one unknown key: %v; want one line with the suggestion", err)
+	}
+}

@@ -1,7 +1,7 @@
 // Package xvfbtest starts private Xvfb servers for tests.
 //
 // Each server gets a display number nobody else on the machine is using: the
-// number is reserved with an flock on /tmp/xvfbtest-<n>.lock (so parallel tests
+// number is reserved with an flock on /tmp/xvfbtest-<n>.lock, removed after (so parallel tests
 // and parallel test binaries never pick the same one) and checked against the
 // X server's own /tmp/.X<n>-lock and /tmp/.X11-unix/X<n>. The server is killed
 // in t.Cleanup. Tests are skipped, with the reason, only when Xvfb is not
@@ -83,13 +83,13 @@ func Start(tb testing.TB, opts Options) *Server {
 		}
 		s := &Server{Display: ":" + strconv.Itoa(n), Num: n, Width: opts.Width, Height: opts.Height, Depth: opts.Depth, lock: lock}
 		if err := s.start(); err != nil {
-			lock.Close()
+			release(lock)
 			lastErr = err
 			continue
 		}
 		tb.Cleanup(func() {
 			s.Stop()
-			s.lock.Close()
+			release(s.lock)
 		})
 		return s
 	}
@@ -205,6 +205,12 @@ func reserve() (int, *os.File, error) {
 			f.Close()
 			continue
 		}
+		// The holder before us removes the file before unlocking it
+		// (release), so a lock on a file no longer at the path is stale.
+		if !samePath(f) {
+			f.Close()
+			continue
+		}
 		// Check again under the lock: another process may have started a
 		// server between the first check and the lock.
 		if exists(fmt.Sprintf("/tmp/.X%d-lock", n)) || exists(fmt.Sprintf("/tmp/.X11-unix/X%d", n)) {
@@ -214,6 +220,25 @@ func reserve() (int, *os.File, error) {
 		return n, f, nil
 	}
 	return 0, nil, errors.New("no free display number found")
+}
+
+// release unlinks a reservation's lock file and then closes (unlocks) it:
+// nothing is left in /tmp, and a process that opened the old file before
+// the unlink sees, once it holds the lock, that the path is no longer its
+// file (samePath) and tries again.
+func release(f *os.File) {
+	_ = os.Remove(f.Name())
+	f.Close()
+}
+
+// samePath reports whether f is still the file at its path.
+func samePath(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(f.Name())
+	return err == nil && os.SameFile(fi, pi)
 }
 
 func exists(path string) bool {

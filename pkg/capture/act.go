@@ -22,8 +22,9 @@ const (
 	// DefaultWaitMS is the wait when a wait action gives none: long enough
 	// for a menu or a dialog to appear.
 	DefaultWaitMS = 350
-	// MaxWaitMS caps a single wait and the settle time; longer waits are
-	// clamped, since an agent should observe rather than sleep.
+	// MaxWaitMS caps a single wait and the settle time; a longer one is
+	// refused (not cut short, which would act on a screen the caller did
+	// not wait for), since an agent should observe rather than sleep.
 	MaxWaitMS = 5000
 	// DefaultSettleMS is the pause before the closing screenshot when the
 	// batch gives none, so the screen shows the effect of the last action.
@@ -181,6 +182,9 @@ func ParseBatch(raw []RawAction, observe *bool, settleMS *float64, screen image.
 		if !ok {
 			return nil, invalidf("settle_ms is not a number; give milliseconds from 0 to %d", MaxWaitMS)
 		}
+		if *settleMS < 0 || *settleMS > MaxWaitMS {
+			return nil, invalidf("settle_ms %v is not milliseconds from 0 to %d; observe again instead of settling longer", *settleMS, MaxWaitMS)
+		}
 		b.SettleMS = v
 	}
 	typed := 0
@@ -290,6 +294,9 @@ func parseAction(n int, r *RawAction, screen image.Rectangle) ([]Action, error) 
 			v, ok := clamped(*r.MS, 0, MaxWaitMS)
 			if !ok {
 				return nil, invalidf("action %d (wait): ms is not a number; give milliseconds from 0 to %d", n, MaxWaitMS)
+			}
+			if *r.MS < 0 || *r.MS > MaxWaitMS {
+				return nil, invalidf("action %d (wait): ms %v is not milliseconds from 0 to %d; split a longer wait, or observe between batches", n, *r.MS, MaxWaitMS)
 			}
 			a.MS = v
 		}

@@ -91,14 +91,34 @@ func TestParseBatchNumbers(t *testing.T) {
 	}
 }
 
+// A wait or settle over MaxWaitMS (or under 0) is refused, not clamped:
+// a caller who asked for 10 s must not act on a screen after 5.
+func TestParseBatchRefusesLongWaits(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		settle *float64
+		want   string
+	}{
+		{`[{"kind":"wait","ms":99999}]`, nil, "ms 99999 is not milliseconds from 0 to 5000"},
+		{`[{"kind":"wait","ms":-5}]`, nil, "ms -5 is not"},
+		{`[{"kind":"wait"}]`, ptr(60000.0), "settle_ms 60000 is not milliseconds from 0 to 5000"},
+	} {
+		raw, _ := parseJSON(t, tc.raw)
+		_, err := ParseBatch(raw, nil, tc.settle, testScreen)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s settle %v: got %v, want ErrInvalid saying %q", tc.raw, tc.settle, err, tc.want)
+		}
+	}
+}
+
 func TestParseBatchDefaultsAndClamps(t *testing.T) {
-	raw, _ := parseJSON(t, `[{"kind":"wait"},{"kind":"wait","ms":99999},{"kind":"wait","ms":-5},
+	raw, _ := parseJSON(t, `[{"kind":"wait"},{"kind":"wait","ms":5000},{"kind":"wait","ms":0},
 		{"kind":"scroll","direction":"down"},{"kind":"scroll","direction":"left","amount":500},
 		{"kind":"scroll","direction":"up","amount":0,"x":5,"y":6},
 		{"kind":"click","x":10,"y":20,"button":"right","double":true},
 		{"kind":"key","key":"ctrl+shift+T"},{"kind":"key","key":"c","modifiers":["cmd","option"]},
 		{"kind":"key","key":"ctrl++"},{"kind":"key","key":"F5"}]`)
-	b, err := ParseBatch(raw, ptr(false), ptr(60000.0), testScreen)
+	b, err := ParseBatch(raw, ptr(false), ptr(5000.0), testScreen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testhome"
 )
 
 // workerEnvVar makes the test binary run as a session worker, so tests run
@@ -23,7 +25,10 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// The tests run in a private home (HOME, XDG directories, TMPDIR):
+	// the programs sessions run (bash, python, ipython, node) keep their
+	// history there.
+	os.Exit(testhome.Main(m))
 }
 
 // testEnv is one test's state and runtime directories.
@@ -37,11 +42,8 @@ func newTestEnv(t testing.TB) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := os.MkdirTemp("", "ad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	// Short: session sockets go under it, and sun_path is ~108 bytes.
+	run := testhome.ShortDir(t)
 	return &testEnv{opts: ManagerOptions{
 		StateDir:      t.TempDir(),
 		RuntimeDir:    run,

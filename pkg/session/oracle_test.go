@@ -31,7 +31,9 @@ type oracleProgram struct {
 
 type oracleAsk struct {
 	kind, text string
-	// pause marks a question whose output pauses for seconds in the middle.
+	// pause marks a question whose output pauses for seconds in the middle:
+	// the program sleeps (never "this is slow enough", which a fast machine
+	// disproves).
 	pause bool
 }
 
@@ -74,7 +76,9 @@ func oraclePrograms() []oracleProgram {
 		{name: "sqlite3", argv: []string{"/usr/bin/sqlite3"}, prompt: `^sqlite> $`, paste: true, asks: []oracleAsk{
 			{kind: "one line", text: "select 6*7;"},
 			{kind: "multi-line answer", text: "select 1 union all select 2 union all select 3;"},
-			{kind: "pause", text: "select 'a'; with recursive c(x) as (select 1 union all select x+1 from c where x < 9000000) select count(*) from c; select 'b';", pause: true},
+			// sqlite3 has no sleep, but its shell's edit() runs an
+			// editor and waits for it: the editor here sleeps 3 s.
+			{kind: "pause", text: `select 'a'; select length(edit('x', 'sh -c "sleep 3"')); select 'b';`, pause: true},
 			{kind: "error", text: "select * from nosuchtable;"},
 			{kind: "multi-line question", text: "create table t(x);\ninsert into t values (42);\nselect x from t;"},
 			{kind: "punctuation", text: "select '$';"},
