@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testhome"
 )
 
 // TestMain makes the test binary a desktop worker when a Manager starts it
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(testhome.Main(m))
 }
 
 func needXvfb(t *testing.T) {
