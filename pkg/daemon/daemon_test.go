@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/internal/testhome"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -27,15 +28,11 @@ type testDaemon struct {
 }
 
 // shortTempDir returns a private directory with a short path: sun_path holds
-// about 108 bytes, and t.TempDir() paths can be longer.
+// about 108 bytes, and paths under the private home's TMPDIR (or
+// t.TempDir()) can be longer than session sockets allow.
 func shortTempDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return testhome.ShortDir(t)
 }
 
 // startDaemon runs a daemon with cfg (socket and state in temp dirs unless
