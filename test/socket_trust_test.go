@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/testhome"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -124,11 +125,8 @@ func TestAgentctlRefusesAServerOfAnotherUser(t *testing.T) {
 		t.Skip("no python3 that another user may run in /usr/bin")
 	}
 	h := newHome(t)
-	dir, err := os.MkdirTemp("", "fs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// In the real temp directory: the private home is closed to other users.
+	dir := testhome.ShortDir(t)
 	os.Chmod(dir, 0o777) // for the other user to listen in, then closed again
 	sock := filepath.Join(dir, "agentd.sock")
 	const serve = `import socket, sys
