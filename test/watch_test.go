@@ -21,6 +21,13 @@ func TestWatch(t *testing.T) {
 	h.startDaemon(nil)
 	h.ctl(0, "spawn", "w1", "--env", "PS1=$ ", "--", "sh")
 	run("new-session", "-d", "-s", "driver", "-x", "100", "-y", "30", bin.agentctl+" attach w1; sleep 60")
+	// The watchers start once the driver has sized the session: a watcher
+	// reads the size when it starts (its "top-left shown" line says it).
+	await(t, 10*time.Second, "the driver to size the session 100x30", func() bool {
+		var st wire.SessionStatus
+		json.Unmarshal([]byte(h.ctl(0, "--json", "status", "w1")), &struct{ Result *wire.SessionStatus }{&st})
+		return st.Cols == 100 && st.Rows == 30
+	})
 	sizes := [][2]int{{100, 30}, {60, 20}, {40, 10}}
 	for i, sz := range sizes {
 		run("new-session", "-d", "-s", fmt.Sprintf("watch%d", i), "-x", fmt.Sprint(sz[0]), "-y", fmt.Sprint(sz[1]),
