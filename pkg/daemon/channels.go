@@ -53,7 +53,7 @@ func (d *Daemon) channelRoutes() []Route {
 	return []Route{
 		{Method: wire.MethodRegisterChannel, Mutates: true, Handle: d.registerChannel},
 		{Method: wire.MethodUnregisterChannel, Mutates: true, Handle: d.unregisterChannel},
-		{Method: wire.MethodPushToChannel, Mutates: true, Handle: d.pushToChannel},
+		{Method: wire.MethodPushToChannel, Mutates: true, Lasts: LongWhenAsked, Handle: d.pushToChannel},
 		{Method: wire.MethodChannelAck, Handle: d.ackChannel},
 		{Method: wire.MethodChannelList, Handle: d.listChannels},
 		{Method: wire.MethodChannelReply, Mutates: true, Handle: d.replyChannel},
@@ -126,6 +126,9 @@ func (d *Daemon) pushToChannel(ctx context.Context, call *Call) (any, error) {
 	p, err := decodeParams[wire.PushParams](call)
 	if err != nil {
 		return nil, err
+	}
+	if p.Ack {
+		ctx = call.Long(ctx) // it waits for the listener's acknowledgement
 	}
 	timeout, err := msDuration(p.TimeoutMS, "timeout_ms")
 	if err != nil {

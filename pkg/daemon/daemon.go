@@ -252,7 +252,7 @@ type Daemon struct {
 		suppressed int
 	}
 	// stopCtx ends when a stop begins: long calls (streams, follows,
-	// waits; Route.Long) and raw streams end at once with it, instead of
+	// waits; Route.Lasts) and raw streams end at once with it, instead of
 	// holding the stop for the grace period.
 	stopCtx  context.Context
 	stopLong context.CancelFunc
@@ -331,7 +331,6 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.router.register(d.screenRoutes()...)
 	d.router.register(d.channelRoutes()...)
 	d.router.register(d.desktopRoutes()...)
-	d.router.markLong(longRoutes)
 	return d
 }
 
@@ -717,10 +716,13 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn, admitted func(
 		WriteTimeout: live.WriteTimeout,
 		IdleTimeout:  live.IdleTimeout,
 		// A connection holding a channel waits for pushes; it is not idle.
-		KeepAlive:  func() bool { return d.channels.Holds(conn) },
-		ToError:    toWireError,
-		Budget:     d.budget,
-		MayUpgrade: func(method string) bool { return method == wire.MethodAttach },
+		KeepAlive: func() bool { return d.channels.Holds(conn) },
+		ToError:   toWireError,
+		Budget:    d.budget,
+		MayUpgrade: func(method string) bool {
+			rt, ok := d.router.routes[method]
+			return ok && rt.Upgrades
+		},
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
 			return ok && rt.Quick
@@ -856,11 +858,15 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	d.inflight.Add(1)
 	d.mu.Unlock()
 	defer d.inflight.Done()
-	call := &Call{Method: req.Method, Params: req.Params, Conn: conn}
-	if rt.Long != nil && rt.Long(call) {
-		return d.dispatchLong(ctx, rt, call)
+	call := &Call{Method: req.Method, Params: req.Params, Conn: conn, stop: d.stopCtx}
+	if rt.Lasts == Long {
+		ctx = call.Long(ctx)
 	}
 	res, err := rt.Handle(ctx, call)
+	if call.long {
+		call.unlong()
+		return d.endLong(rt, call, res, err)
+	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		d.mu.Lock()
 		stopping := d.stopping
@@ -872,22 +878,17 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	return res, err
 }
 
-// dispatchLong runs a long call (Route.Long): one that ends when its client
-// or its own deadline says, not when the daemon's work is done. It ends at
-// once when a stop begins, answering shutting_down, and so does the raw
-// stream of an upgrade it returns.
-func (d *Daemon) dispatchLong(ctx context.Context, rt Route, call *Call) (any, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(d.stopCtx, cancel)
-	defer stop()
-	res, err := rt.Handle(ctx, call)
+// endLong answers a long call (Call.Long): one that ends when its client or
+// its own deadline says, not when the daemon's work is done. Cut by a stop,
+// it answers shutting_down; the raw stream of an upgrade it returns ends
+// at once with a stop too.
+func (d *Daemon) endLong(rt Route, call *Call, res any, err error) (any, error) {
 	if d.stopCtx.Err() != nil && (err != nil || rt.Stream) {
 		// Whatever the handler made of its cancellation, the client
 		// should hear that the daemon stopped, and may retry.
 		return nil, errShuttingDown
 	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if err != nil && call.longCtx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil, errCallCanceled
 	}
 	if up, ok := res.(*rpc.Upgrade); ok && err == nil {

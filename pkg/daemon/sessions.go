@@ -37,18 +37,18 @@ type Sessions interface {
 func (d *Daemon) sessionRoutes() []Route {
 	return []Route{
 		{Method: wire.MethodSpawn, Mutates: true, Handle: d.spawn},
-		{Method: wire.MethodAsk, Mutates: true, Handle: d.ask},
+		{Method: wire.MethodAsk, Mutates: true, Lasts: Long, Handle: d.ask},
 		{Method: wire.MethodList, Handle: d.list},
 		{Method: wire.MethodStatus, Handle: d.status},
 		{Method: wire.MethodStop, Mutates: true, Handle: d.stopSession},
 		{Method: wire.MethodRm, Mutates: true, Handle: d.rm},
 		{Method: wire.MethodReconcile, Mutates: true, Handle: d.reconcile},
-		{Method: wire.MethodLogs, Handle: d.logs},
+		{Method: wire.MethodLogs, Lasts: LongWhenAsked, Stream: true, Handle: d.logs},
 		{Method: wire.MethodSend, Mutates: true, Handle: d.send},
 		{Method: wire.MethodSnapshot, Handle: d.snapshot},
-		{Method: wire.MethodWait, Handle: d.wait},
+		{Method: wire.MethodWait, Lasts: Long, Handle: d.wait},
 		{Method: wire.MethodResize, Mutates: true, Handle: d.resize},
-		{Method: wire.MethodAttach, Mutates: true, Handle: d.attach},
+		{Method: wire.MethodAttach, Mutates: true, Upgrades: true, Lasts: Long, Handle: d.attach},
 	}
 }
 
