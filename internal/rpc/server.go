@@ -376,11 +376,15 @@ var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // answer does not stay pinned.
 const maxPooledReply = 64 << 10
 
-// reply writes a response; a result too large for a frame becomes an error
+// reply writes a response (none for Canceled); a result too large for a frame becomes an error
 // response instead, so the caller always hears back. lease, when the
 // result owned one, becomes the answer's. It returns the error sent, if
 // any (e, or the one that replaced the answer), for OnRequestDone.
 func (c *Conn) reply(id uint64, result json.RawMessage, e *Error, lease *Lease) *Error {
+	if e == Canceled {
+		lease.Release() // nobody is left to read an answer
+		return e
+	}
 	bp := replyBufs.Get().(*[]byte)
 	body, err := AppendResponse((*bp)[:0], id, result, e)
 	if err == nil && len(body) > MaxFrameSize {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/capture"
 	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/desktop"
@@ -15,9 +16,10 @@ import (
 var errShuttingDown = wire.Errorf(wire.CodeShuttingDown, "agentd is shutting down; retry once it is running again")
 
 // errCallCanceled ends a call whose caller went away (its connection
-// closed, e.g. Ctrl-C on agentctl). Nobody reads the answer; the request
-// log records it as canceled rather than by its code.
-var errCallCanceled = wire.Errorf(wire.CodeShuttingDown, "the call was cancelled: its connection ended")
+// closed, e.g. Ctrl-C on agentctl): its own outcome, not shutting_down,
+// since the daemon is not stopping. Nobody is left to read an answer, so
+// none is written (rpc.Canceled); the request log records it as canceled.
+var errCallCanceled = rpc.Canceled
 
 // toWireError is the one place that turns an error from any component into
 // a wire error code. Components return their own sentinels; only this
