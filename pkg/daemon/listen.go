@@ -54,10 +54,6 @@ func (p privateDir) ensure(dir string) error {
 	return p.check(dir)
 }
 
-// checkPrivateDir refuses a socket directory that is a symlink,
-// foreign-owned, or open to group or others.
-func checkPrivateDir(dir string) error { return socketDir.check(dir) }
-
 // check refuses a directory that is a symlink, foreign-owned, or open to
 // group or others, saying what is wrong and how to fix it. It looks twice:
 // with lstat, and on the directory opened without following a link, so a
