@@ -863,8 +863,8 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 		ctx = call.Long(ctx)
 	}
 	res, err := rt.Handle(ctx, call)
-	if call.long {
-		call.unlong()
+	if call.long != nil {
+		call.long.unlong()
 		return d.endLong(rt, call, res, err)
 	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -888,7 +888,7 @@ func (d *Daemon) endLong(rt Route, call *Call, res any, err error) (any, error) 
 		// should hear that the daemon stopped, and may retry.
 		return nil, errShuttingDown
 	}
-	if err != nil && call.longCtx.Err() != nil && errors.Is(err, context.Canceled) {
+	if err != nil && call.long.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil, errCallCanceled
 	}
 	if up, ok := res.(*rpc.Upgrade); ok && err == nil {

@@ -22,11 +22,16 @@ type Call struct {
 	// stop ends when the daemon begins to stop (nil outside a daemon's
 	// dispatch); a long call's context ends with it (Long).
 	stop context.Context
-	// long is set once the call is long (Long), with what ends its
-	// context's tie to stop.
-	long    bool
-	longCtx context.Context
-	unlong  func()
+	// long is set once the call is long (Long); apart, so the many calls
+	// that are not long carry one pointer for it.
+	long *longCall
+}
+
+// longCall is what a long call adds: its context and what ends that
+// context's tie to the stop.
+type longCall struct {
+	ctx    context.Context
+	unlong func()
 }
 
 // Long makes the call a long one and returns its context, which also ends
@@ -36,16 +41,15 @@ type Call struct {
 // once its params say the call waits (a log follow, a push with ack).
 // Later calls return the same context.
 func (c *Call) Long(ctx context.Context) context.Context {
-	if c.long || c.stop == nil {
-		if c.long {
-			return c.longCtx
-		}
+	switch {
+	case c.long != nil:
+		return c.long.ctx
+	case c.stop == nil:
 		return ctx
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.stop, cancel)
-	c.long, c.longCtx = true, ctx
-	c.unlong = func() { stop(); cancel() }
+	c.long = &longCall{ctx: ctx, unlong: func() { stop(); cancel() }}
 	return ctx
 }
 
