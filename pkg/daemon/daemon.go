@@ -231,6 +231,8 @@ type Daemon struct {
 		suppressed int
 	}
 
+	// conns counts the goroutines serving or refusing a connection: the
+	// stop waits for them (up to closeConnsTimeout), so none outlives Run.
 	conns sync.WaitGroup
 	// openConns counts the admitted connections (max_connections).
 	openConns atomic.Int64
@@ -555,8 +557,9 @@ func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
 		return func() {}
 	}
 	t := time.NewTicker(every)
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		for {
 			select {
 			case <-t.C:
@@ -566,7 +569,8 @@ func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
 			}
 		}
 	}()
-	return func() { t.Stop(); close(done) }
+	// stop returns once the goroutine has: no WATCHDOG=1 after STOPPING=1.
+	return func() { t.Stop(); close(done); <-exited }
 }
 
 func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
@@ -599,10 +603,16 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 		done, pid, ok := d.startAdmitting(uc, limit)
 		if !ok {
 			// Refused at once, without the wait for the share, and
-			// counted nowhere: as before, a refusal is a short
-			// goroutine that writes one frame.
-			go d.refuse(uc, wire.Errorf(wire.CodeBusy,
-				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit))
+			// counted against no limit: a refusal is a short goroutine
+			// that writes one frame. The stop waits for it with the
+			// connections.
+			e := wire.Errorf(wire.CodeBusy,
+				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit)
+			d.conns.Add(1)
+			go func() {
+				defer d.conns.Done()
+				d.refuse(uc, e)
+			}()
 			continue
 		}
 		d.conns.Add(1)
