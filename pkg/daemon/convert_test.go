@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -157,4 +158,33 @@ func TestFillAllFillsEverything(t *testing.T) {
 			t.Errorf("%T: fillAll left %v zero", v, z)
 		}
 	}
+}
+
+// TestConfigSplitsIntoFixedAndLive: every field of Config is in exactly one
+// of fixedConfig and liveConfig, under its own name and type, and split
+// carries it (a filled Config leaves nothing zero in either part).
+func TestConfigSplitsIntoFixedAndLive(t *testing.T) {
+	fixedT, liveT := reflect.TypeOf(fixedConfig{}), reflect.TypeOf(liveConfig{})
+	cfgT := reflect.TypeOf(Config{})
+	for i := range cfgT.NumField() {
+		f := cfgT.Field(i)
+		inFixed, okF := fixedT.FieldByName(f.Name)
+		inLive, okL := liveT.FieldByName(f.Name)
+		switch {
+		case okF == okL:
+			t.Errorf("Config.%s is in fixedConfig: %v, in liveConfig: %v; want exactly one", f.Name, okF, okL)
+		case okF && inFixed.Type != f.Type, okL && inLive.Type != f.Type:
+			t.Errorf("Config.%s changes type in the split", f.Name)
+		}
+	}
+	if n := fixedT.NumField() + liveT.NumField(); n != cfgT.NumField() {
+		t.Errorf("fixedConfig and liveConfig have %d fields, Config %d", n, cfgT.NumField())
+	}
+	cfg := filled[Config]()
+	cfg.Reload = func() (Config, error) { return Config{}, nil }
+	cfg.SetLogLevel = func(string) error { return nil }
+	cfg.Hangup = make(chan os.Signal)
+	fixed, live := cfg.split()
+	checkCarried(t, "split (fixed)", fixed, nil) // Logger has no exported fields: not checked
+	checkCarried(t, "split (live)", live, nil)
 }

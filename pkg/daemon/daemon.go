@@ -203,10 +203,14 @@ const DefaultMemoryBudget = 256 << 20
 
 // Daemon is a running agentd: the listener, its connections and components.
 type Daemon struct {
-	cfg     Config
-	log     zerolog.Logger
-	router  *router
-	started time.Time
+	// cfg is what was fixed at start; live what reloads (fixedConfig).
+	// configured is cfg as the config gave it, before a socket passed by
+	// systemd replaced its path: what a reload compares against.
+	cfg        fixedConfig
+	configured fixedConfig
+	log        zerolog.Logger
+	router     *router
+	started    time.Time
 
 	// The domain components. sessions and screen are built in Run, before
 	// the first connection is accepted, and channels in New, unless they
@@ -260,7 +264,7 @@ type Daemon struct {
 	stopLong context.CancelFunc
 	// live holds the settings that can change while running (limits,
 	// timeouts, defaults, consent); reload swaps it.
-	live atomic.Pointer[Config]
+	live atomic.Pointer[liveConfig]
 	// logLevel is the level requests are logged at or above; it mirrors
 	// the logger's, so a request below it costs no log event at all.
 	logLevel atomic.Int32
@@ -292,15 +296,17 @@ func New(cfg Config) *Daemon { return NewWith(cfg, Components{}) }
 // nil ones built as New builds them).
 func NewWith(cfg Config, given Components) *Daemon {
 	cfg.setDefaults()
+	fixed, live := cfg.split()
 	d := &Daemon{
-		cfg:      cfg,
-		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
-		router:   newRouter(),
-		started:  time.Now(),
-		sessions: given.Sessions,
-		screen:   given.Screen,
-		channels: given.Channels,
-		budget:   rpc.NewBudget(cfg.MemoryBudget),
+		cfg:        fixed,
+		configured: fixed,
+		log:        cfg.Logger.With().Str("component", "daemon").Logger(),
+		router:     newRouter(),
+		started:    time.Now(),
+		sessions:   given.Sessions,
+		screen:     given.Screen,
+		channels:   given.Channels,
+		budget:     rpc.NewBudget(cfg.MemoryBudget),
 	}
 	if d.channels == nil {
 		r := channel.NewRegistry()
@@ -317,7 +323,7 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.channels.OnDrop(d.logChannelDrop)
 	d.setLogLevel(cfg.LogLevel)
-	d.live.Store(&cfg)
+	d.live.Store(&live)
 	// The fingerprint reads the whole binary; do it once, off the start-up
 	// path, and let the first hello wait for it if it comes that early.
 	d.build = sync.OnceValue(func() string {
@@ -389,10 +395,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.screen == nil {
 		scr, err := capture.New(capture.Options{
 			Display:       d.cfg.Display,
-			AllowAct:      d.cfg.AllowAct,
+			AllowAct:      d.live.Load().AllowAct,
 			AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
 			AuditMaxBytes: d.cfg.AuditMaxBytes,
-			RecordScreen:  d.cfg.RecordScreen, RecordScreenMaxBytes: d.cfg.RecordScreenMaxBytes,
+			RecordScreen:  d.live.Load().RecordScreen, RecordScreenMaxBytes: d.cfg.RecordScreenMaxBytes,
 			Logger: d.cfg.Logger, // capture names its own component
 		})
 		if err != nil {
