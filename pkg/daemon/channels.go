@@ -162,11 +162,16 @@ func (d *Daemon) listChannels(ctx context.Context, call *Call) (any, error) {
 	rows := d.channels.List()
 	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, len(rows))}
 	for i, r := range rows {
-		res.Channels[i] = wire.ChannelRow{ChannelID: r.ID, Session: r.Session, CCSessionID: r.CCSessionID, Description: r.Description,
-			Listener: wirePeer(r.Listener), QueueDepth: r.QueueDepth, QueueCap: r.QueueCap, Pushed: r.Pushed, Delivered: r.Delivered,
-			Dropped: r.Dropped, PendingAsks: r.PendingAsks, RegisteredAt: r.RegisteredAt, DroppedAt: r.DroppedAt}
+		res.Channels[i] = channelRow(r)
 	}
 	return res, nil
+}
+
+// channelRow is one row of channel.list on the wire.
+func channelRow(r channel.Row) wire.ChannelRow {
+	return wire.ChannelRow{ChannelID: r.ID, Session: r.Session, CCSessionID: r.CCSessionID, Description: r.Description,
+		Listener: wirePeer(r.Listener), QueueDepth: r.QueueDepth, QueueCap: r.QueueCap, Pushed: r.Pushed, Delivered: r.Delivered,
+		Dropped: r.Dropped, PendingAsks: r.PendingAsks, RegisteredAt: r.RegisteredAt, DroppedAt: r.DroppedAt}
 }
 
 func (d *Daemon) replyChannel(ctx context.Context, call *Call) (any, error) {

@@ -143,6 +143,11 @@ func TestConvertersCarryEveryField(t *testing.T) {
 		}},
 		{"shotResult", func() any { return shotResult(filled[capture.Shot]()) }, nil},
 		{"wirePeer", func() any { return wirePeer(*filled[channel.Peer]()) }, nil},
+		{"channelRow", func() any { return channelRow(*filled[channel.Row]()) }, nil},
+		{"screenResult", func() any { return screenResult(*filled[capture.Info]()) }, nil},
+		{"askResult", func() any { return askResult(filled[session.AskResult]()) }, nil},
+		{"snapshotResult", func() any { return snapshotResult(filled[session.Snapshot]()) }, nil},
+		{"waitResult", func() any { return waitResult(filled[session.WaitResult]()) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkCarried(t, tc.name, tc.convert(), tc.dropped)

@@ -344,8 +344,12 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return askResult(r), nil
+}
+
+func askResult(r *session.AskResult) *wire.AskResult {
 	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: wire.AskReason(r.Reason),
-		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
+		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}
 }
 
 func (d *Daemon) send(ctx context.Context, call *Call) (any, error) {
@@ -365,8 +369,12 @@ func (d *Daemon) snapshot(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return snapshotResult(s), nil
+}
+
+func snapshotResult(s *session.Snapshot) *wire.SnapshotResult {
 	return &wire.SnapshotResult{Name: s.Name, Lines: s.Lines, Cols: s.Cols, Rows: s.Rows, CursorX: s.CursorX, CursorY: s.CursorY,
-		CursorVisible: s.CursorVisible, AltScreen: s.AltScreen, BracketedPaste: s.BracketedPaste, Hash: s.Hash, Seq: s.Seq}, nil
+		CursorVisible: s.CursorVisible, AltScreen: s.AltScreen, BracketedPaste: s.BracketedPaste, Hash: s.Hash, Seq: s.Seq}
 }
 
 func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
@@ -385,7 +393,11 @@ func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.WaitResult{Name: r.Name, Reason: wire.WaitReason(r.Reason), Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}, nil
+	return waitResult(r), nil
+}
+
+func waitResult(r *session.WaitResult) *wire.WaitResult {
+	return &wire.WaitResult{Name: r.Name, Reason: wire.WaitReason(r.Reason), Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}
 }
 
 func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {
