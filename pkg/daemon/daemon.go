@@ -348,33 +348,67 @@ func NewWith(cfg Config, given Components) *Daemon {
 // requested stop returns nil. Start-up failures (another daemon running, an
 // unsafe socket directory) return an error before anything is served.
 func (d *Daemon) Run(ctx context.Context) error {
-	l, cleanup, err := d.listen()
+	l, built, err := d.assemble(ctx)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer built.close()
+	return d.serve(ctx, l)
+}
+
+// undoStack is what assemble built, as the functions that release it: close
+// runs them in the reverse order, once, so what was built last (the
+// desktops) goes first and the listener and its lock last.
+type undoStack []func()
+
+func (u *undoStack) add(f func()) { *u = append(*u, f) }
+
+func (u *undoStack) close() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+// assemble does what Run needs before it serves, in order: the listener
+// and its lock, the state directory and its lock, the components it was not
+// given (the session launcher and manager, the screen and its goroutine),
+// the desktops. It returns what releases them; on an error it has released
+// what it built.
+func (d *Daemon) assemble(ctx context.Context) (_ net.Listener, _ *undoStack, err error) {
+	built := &undoStack{}
+	defer func() {
+		if err != nil {
+			built.close()
+		}
+	}()
+	l, cleanup, err := d.listen()
+	if err != nil {
+		return nil, nil, err
+	}
+	built.add(cleanup)
 	// The state directory holds the sessions and the audit log: another
 	// user able to write in it could plant a session or rename one.
 	if err := stateDir.ensure(d.cfg.StateDir); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// One daemon per state directory too, whatever its socket: a second
 	// one would take the first one's live sessions for unresponsive ones
 	// (their workers answer the first) and offer to kill them.
 	stateLock, err := acquireLock(filepath.Join(d.cfg.StateDir, stateLockName))
 	if err != nil {
-		return fmt.Errorf("state directory %s: %w; or give this agentd a state directory of its own (state_dir, $XDG_STATE_HOME)", d.cfg.StateDir, err)
+		return nil, nil, fmt.Errorf("state directory %s: %w; or give this agentd a state directory of its own (state_dir, $XDG_STATE_HOME)", d.cfg.StateDir, err)
 	}
-	defer stateLock.release()
+	built.add(stateLock.release)
 	// The components are built here unless the daemon was given them
 	// (NewWith).
 	if d.sessions == nil {
 		sessionLog := d.cfg.Logger
 		launcher, closeLauncher, err := d.sessionLauncher(ctx)
 		if err != nil {
-			return fmt.Errorf("sessions: %w", err)
+			return nil, nil, fmt.Errorf("sessions: %w", err)
 		}
-		defer closeLauncher()
+		built.add(closeLauncher)
 		d.launcher = launcher
 		mgr, err := session.NewManager(session.ManagerOptions{
 			Launcher:      launcher,
@@ -387,9 +421,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Logger:        &sessionLog,
 		})
 		if err != nil {
-			return fmt.Errorf("sessions: %w", err)
+			return nil, nil, fmt.Errorf("sessions: %w", err)
 		}
-		defer mgr.Close() // sessions keep running: their workers own them
+		built.add(func() { mgr.Close() }) // sessions keep running: their workers own them
 		d.sessions = mgr
 	}
 	if d.screen == nil {
@@ -402,9 +436,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Logger: d.cfg.Logger, // capture names its own component
 		})
 		if err != nil {
-			return fmt.Errorf("screen: %w", err)
+			return nil, nil, fmt.Errorf("screen: %w", err)
 		}
-		defer scr.Close()
+		built.add(func() { scr.Close() })
 		d.screen = scr
 		screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
 		screenDone := make(chan struct{})
@@ -414,7 +448,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.log.Error().Err(err).Msg("screen stopped")
 			}
 		}()
-		defer func() { stopScreen(); <-screenDone }()
+		built.add(func() { stopScreen(); <-screenDone })
 	}
 
 	// The agents' desktops keep running when the daemon stops: their
@@ -423,10 +457,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	closeDesktops, err := d.startDesktops(desktopCtx)
 	if err != nil {
 		stopDesktops()
-		return fmt.Errorf("desktops: %w", err)
+		return nil, nil, fmt.Errorf("desktops: %w", err)
 	}
-	defer func() { stopDesktops(); closeDesktops() }()
+	built.add(func() { stopDesktops(); closeDesktops() })
+	return l, built, nil
+}
 
+// serve serves on l until ctx ends, then stops in order (Run).
+func (d *Daemon) serve(ctx context.Context, l net.Listener) error {
 	d.applyTimeouts(d.live.Load())
 
 	n := newNotifier()
