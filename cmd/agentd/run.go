@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentd/agentd/internal/buildinfo"
 	"github.com/agentd/agentd/internal/config"
+	"github.com/agentd/agentd/internal/limits"
 	"github.com/agentd/agentd/pkg/daemon"
 	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
@@ -172,10 +173,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 	return 0
 }
 
-// maxSocketPath is the longest path a Unix socket address holds: sun_path
-// is 108 bytes with the terminating NUL.
-const maxSocketPath = 107
-
 // checkSocketPath refuses a socket path left to the environment (socket
 // is empty) that is too long for a Unix socket, naming the variable it
 // came from and the settings that choose another. A socket given in the
@@ -185,20 +182,20 @@ func checkSocketPath(socket string) error {
 		return nil
 	}
 	path := wire.DefaultSocketPath()
-	if len(path) <= maxSocketPath {
+	if len(path) <= limits.MaxSocketPath {
 		return nil
 	}
 	const choose = "or choose the socket with socket in the config, $AGENTD_SOCKET or --socket"
 	switch {
 	case os.Getenv(wire.SocketEnv) != "":
 		return fmt.Errorf("socket path %s (from $%s) is %d bytes, over the %d a Unix socket path holds; set a shorter $%s, %s",
-			path, wire.SocketEnv, len(path), maxSocketPath, wire.SocketEnv, "or choose the socket with socket in the config or --socket")
+			path, wire.SocketEnv, len(path), limits.MaxSocketPath, wire.SocketEnv, "or choose the socket with socket in the config or --socket")
 	case os.Getenv("XDG_RUNTIME_DIR") != "":
 		return fmt.Errorf("socket path %s (from $XDG_RUNTIME_DIR) is %d bytes, over the %d a Unix socket path holds; set a shorter $XDG_RUNTIME_DIR, %s",
-			path, len(path), maxSocketPath, choose)
+			path, len(path), limits.MaxSocketPath, choose)
 	}
 	return fmt.Errorf("socket path %s (from $TMPDIR, as $XDG_RUNTIME_DIR is not set) is %d bytes, over the %d a Unix socket path holds; set $XDG_RUNTIME_DIR or a shorter $TMPDIR, %s",
-		path, len(path), maxSocketPath, choose)
+		path, len(path), limits.MaxSocketPath, choose)
 }
 
 // explainDuration makes a duration flag's parse error say what a duration

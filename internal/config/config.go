@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/agentd/agentd/internal/limits"
 )
 
 // Settings are every setting of the daemon. Each field's tags give its TOML
@@ -511,9 +513,6 @@ func lineOf(data []byte, key string) int {
 	return 0
 }
 
-// maxSocketPath is what fits in sun_path.
-const maxSocketPath = 107
-
 var displayPattern = regexp.MustCompile(`^[A-Za-z0-9.\-]*:[0-9]+(\.[0-9]+)?$`)
 
 // validate checks values that parse but make no sense, naming where they
@@ -586,8 +585,8 @@ func validate(path string, data []byte, l *Loaded) problemList {
 	default:
 		bad("log_format", "%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
 	}
-	if len(s.Socket) > maxSocketPath {
-		bad("socket", "%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), maxSocketPath)
+	if len(s.Socket) > limits.MaxSocketPath {
+		bad("socket", "%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), limits.MaxSocketPath)
 	}
 	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
 		bad("socket", "%s: socket %q must be an absolute path", where("socket"), s.Socket)

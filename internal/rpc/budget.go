@@ -324,22 +324,6 @@ func (b *Budget) Hold(n int) (*Lease, error) {
 	return l, nil
 }
 
-// frameHold is a request frame's bytes in the budget: a plain value, not a
-// Lease, so the hot path allocates nothing for it (a value receiver: an
-// address taken in the reading loop would move it to the heap). It has
-// one owner at a time, the reading loop and then the request's handler,
-// and each path through them releases it once.
-type frameHold struct {
-	b *Budget
-	n int64
-}
-
-func (h frameHold) release() {
-	if h.n > 0 {
-		h.b.give(h.n)
-	}
-}
-
 // WithLease is a handler result that owns budget: v is sent as the answer
 // (as the handler would have returned it) and l, which holds what v's
 // building took, becomes the answer's own lease, released once the answer

@@ -25,6 +25,13 @@ const (
 	CodeInvalidParams Code = "invalid_params"
 )
 
+// Canceled is the outcome of a call whose connection ended while it ran:
+// its client has gone, so nothing is written, and the call's outcome is
+// neither a fault nor a stop. A handler returns it (the translator passes
+// it on as it is); OnRequestDone is told Canceled, so a log can say
+// canceled. Its code never reaches the wire.
+var Canceled = &Error{Code: "canceled", Message: "the call was cancelled: its connection ended"}
+
 // Error is the error object of a response. It is also a Go error; Is
 // matches another *Error by code, so a protocol can declare sentinels that
 // carry only a code and callers test them with errors.Is.

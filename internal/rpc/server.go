@@ -216,27 +216,6 @@ func (it *idleTimer) stop() {
 	it.mu.Unlock()
 }
 
-// handlerIdle is how long a handler goroutine waits for more work before it
-// exits, so a burst's goroutines do not outlive it for long.
-const handlerIdle = 2 * time.Second
-
-func handlerLoop(ctx context.Context, work <-chan func(), job func()) {
-	job()
-	t := time.NewTimer(handlerIdle)
-	defer t.Stop()
-	for {
-		select {
-		case job := <-work:
-			job()
-			t.Reset(handlerIdle)
-		case <-t.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 func orEmpty(r *Request) *Request {
 	if r == nil {
 		return &Request{}
@@ -265,45 +244,6 @@ type streamRW struct {
 
 func (s streamRW) Read(p []byte) (int, error)  { return s.r.Read(p) }
 func (s streamRW) Write(p []byte) (int, error) { return s.w.Write(p) }
-
-// errRefused tells Serve that readFrame answered a frame itself.
-var errRefused = errors.New("frame refused")
-
-// idPrefix is how much of a refused frame is kept to find its id.
-const idPrefix = 256
-
-// readFrame reads the next frame, taking its size from the budget first
-// (held is the frame's hold: a tiny frame's is taken at once, a larger
-// one's may wait). A frame that finds no room is read and dropped and
-// answered busy under its id; errRefused says so.
-func (c *Conn) readFrame(ctx context.Context, fr *FrameReader) (body []byte, held frameHold, err error) {
-	size, err := fr.header()
-	if err != nil {
-		return nil, held, err
-	}
-	if b := c.opts.Budget; b != nil {
-		if !b.take(ctx, int64(size), budgetWait, size <= Tiny, false) {
-			prefix, err := fr.skip(size, idPrefix)
-			if err != nil {
-				return nil, held, err
-			}
-			id := leadingID(prefix)
-			e := c.opts.Budget.busyError("a request", int(size))
-			c.reply(id, nil, e, nil)
-			if c.opts.OnRequestDone != nil {
-				c.opts.OnRequestDone(&Request{ID: id}, 0, e)
-			}
-			return nil, held, errRefused
-		}
-		held = frameHold{b: b, n: int64(size)}
-	}
-	body, err = fr.body(size)
-	if err != nil {
-		held.release()
-		return nil, frameHold{}, err
-	}
-	return body, held, nil
-}
 
 // leadingID finds the id of a request from the start of its frame, where
 // agentd's clients put it ({"id":N,...}); 0 when it is not there.
@@ -343,9 +283,7 @@ func (c *Conn) handleUpgrade(ctx context.Context, h Handler, req *Request) *Upgr
 		up = nil
 	}
 	werr = c.reply(req.ID, raw, werr, lease)
-	if c.opts.OnRequestDone != nil {
-		c.opts.OnRequestDone(req, time.Since(start), werr)
-	}
+	c.requestDone(req, time.Since(start), werr)
 	return up
 }
 
@@ -365,12 +303,12 @@ type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }
 
-// handle runs a request and answers it; held is its frame's hold,
-// released once the handler is done with the params.
-func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held frameHold) {
+// handle runs a request and answers it; f is its frame, whose bytes go
+// back to the budget once the handler is done with the params.
+func (c *Conn) handle(ctx context.Context, h Handler, req *Request, f *frame) {
 	start := time.Now()
 	result, err := c.call(ctx, h, req)
-	held.release()
+	f.free()
 	result, lease := unlease(result)
 	var werr *Error
 	var raw json.RawMessage
@@ -388,9 +326,7 @@ func (c *Conn) handle(ctx context.Context, h Handler, req *Request, held frameHo
 		werr = c.toWire(err)
 	}
 	werr = c.reply(req.ID, raw, werr, lease)
-	if c.opts.OnRequestDone != nil {
-		c.opts.OnRequestDone(req, time.Since(start), werr)
-	}
+	c.requestDone(req, time.Since(start), werr)
 }
 
 func (c *Conn) call(ctx context.Context, h Handler, req *Request) (result any, err error) {
@@ -440,11 +376,15 @@ var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // answer does not stay pinned.
 const maxPooledReply = 64 << 10
 
-// reply writes a response; a result too large for a frame becomes an error
+// reply writes a response (none for Canceled); a result too large for a frame becomes an error
 // response instead, so the caller always hears back. lease, when the
 // result owned one, becomes the answer's. It returns the error sent, if
 // any (e, or the one that replaced the answer), for OnRequestDone.
 func (c *Conn) reply(id uint64, result json.RawMessage, e *Error, lease *Lease) *Error {
+	if e == Canceled {
+		lease.Release() // nobody is left to read an answer
+		return e
+	}
 	bp := replyBufs.Get().(*[]byte)
 	body, err := AppendResponse((*bp)[:0], id, result, e)
 	if err == nil && len(body) > MaxFrameSize {

@@ -1,6 +1,6 @@
 package capture
 
-import "errors"
+import "github.com/agentd/agentd/internal/errkind"
 
 // Sentinel errors. Every error the package returns for one of these reasons
 // wraps the sentinel (test with errors.Is) and carries a message for people
@@ -18,19 +18,19 @@ import "errors"
 var (
 	// ErrInvalid: the request is wrong (bad region, monitor, size, path,
 	// format, quality, or an action the batch validator refuses).
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = errkind.New(errkind.Invalid, "invalid request")
 	// ErrTooLarge: the encoded image is over the request's MaxInlineBytes.
-	ErrTooLarge = errors.New("image too large to send inline")
+	ErrTooLarge = errkind.New(errkind.Invalid, "image too large to send inline")
 	// ErrRefused: acting is disabled, or the kill switch stopped the batch.
-	ErrRefused = errors.New("refused")
+	ErrRefused = errkind.New(errkind.Refused, "refused")
 	// ErrLockTimeout: another batch held the screen for the whole wait.
-	ErrLockTimeout = errors.New("screen lock timeout")
+	ErrLockTimeout = errkind.New(errkind.LockTimeout, "screen lock timeout")
 	// ErrBusy: too many batches are already queued for the screen.
-	ErrBusy = errors.New("screen busy")
+	ErrBusy = errkind.New(errkind.Busy, "screen busy")
 	// ErrUnavailable: there is no X display, or it went away.
-	ErrUnavailable = errors.New("screen unavailable")
+	ErrUnavailable = errkind.New(errkind.Unavailable, "screen unavailable")
 	// ErrTimeout: a batch ran past its time budget and was stopped.
-	ErrTimeout = errors.New("batch time budget exceeded")
+	ErrTimeout = errkind.New(errkind.Timeout, "batch time budget exceeded")
 )
 
 // Kinds returns every sentinel, so the translating layer can prove it

@@ -1,9 +1,10 @@
 package channel
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentd/agentd/internal/errkind"
 )
 
 // Sentinel errors. Every error a Registry method returns wraps one of them
@@ -17,16 +18,16 @@ import (
 //	ErrTimeout  timeout (a *PushTimeoutError or *AskTimeoutError)
 var (
 	// ErrUnknown: no such channel, or it has ended.
-	ErrUnknown = errors.New("channel unknown")
+	ErrUnknown = errkind.New(errkind.ChannelUnknown, "channel unknown")
 	// ErrBusy: a limit was hit (queue, channels, pending asks) or the id,
 	// session or cc_session_id is held by another channel.
-	ErrBusy = errors.New("channel busy")
+	ErrBusy = errkind.New(errkind.Busy, "channel busy")
 	// ErrInvalid: the request is wrong in itself.
-	ErrInvalid = errors.New("invalid channel request")
+	ErrInvalid = errkind.New(errkind.Invalid, "invalid channel request")
 	// ErrDenied: the caller is not the channel's listener.
-	ErrDenied = errors.New("not the channel's listener")
+	ErrDenied = errkind.New(errkind.Denied, "not the channel's listener")
 	// ErrTimeout: an acknowledgement or a reply did not come in time.
-	ErrTimeout = errors.New("channel timeout")
+	ErrTimeout = errkind.New(errkind.Timeout, "channel timeout")
 )
 
 // Kinds returns every sentinel, so the translating layer can prove it

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/internal/limits"
 )
 
 // Limits and defaults.
@@ -214,10 +215,6 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// sessionName is the shape of a session name; the daemon's session
-// component enforces the same.
-var sessionName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
 // Register adds a channel for l. sessionOfPeer names the session the
 // listener's process says it runs in, for a registration that gives a
 // cc_session_id but no session ("" when none). Binding a channel to a
@@ -232,7 +229,7 @@ func (r *Registry) Register(l Listener, p Registration, sessionOfPeer func() str
 	} else if err := ValidID(p.ID); err != nil {
 		return nil, false, errorf(ErrInvalid, "%v", err)
 	}
-	if p.Session != "" && !sessionName.MatchString(p.Session) {
+	if p.Session != "" && !limits.ValidName(p.Session) {
 		return nil, false, errorf(ErrInvalid, "session %.70q is not a session name: names match [a-z0-9][a-z0-9._-]{0,62}", p.Session)
 	}
 	if p.CCSessionID != "" {
@@ -240,7 +237,7 @@ func (r *Registry) Register(l Listener, p Registration, sessionOfPeer func() str
 			return nil, false, errorf(ErrInvalid, "cc_session_id %.70q: ids are 1 to %d characters of A-Z a-z 0-9 . _ : -", p.CCSessionID, MaxIDLen)
 		}
 		if p.Session == "" {
-			if p.Session = sessionOfPeer(); !sessionName.MatchString(p.Session) {
+			if p.Session = sessionOfPeer(); !limits.ValidName(p.Session) {
 				p.Session = ""
 			}
 		}

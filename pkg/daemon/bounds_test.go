@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,38 +36,36 @@ func TestRefusedFloodLeavesRoomForOtherProcesses(t *testing.T) {
 			t.Fatalf("connection %d of this process: %v, want served", i+1, err)
 		}
 	}
-	// The flood: raw connections that never read, opened until told to
-	// stop, at most 2*limit outstanding (each waits for the share, then is
-	// refused), so the limit is always passed while the other process
-	// connects.
+	// The flood: 2*limit goroutines, each opening a raw connection and
+	// waiting for its refusal (each waits for the share, then is refused)
+	// before opening the next, so the limit is always passed while the
+	// other process connects. A flood that closed its connections without
+	// waiting could outrun a loaded machine's accept loop by the whole
+	// listen backlog (somaxconn), and the other process's connect would
+	// fail with EAGAIN in the kernel, before agentd sees it: that measured
+	// the load, not the refusals.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var open []net.Conn
-		defer func() {
-			for _, c := range open {
+	for range 2 * limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.Dial("unix", td.socket)
+				if err != nil {
+					continue
+				}
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				io.Copy(io.Discard, c)
 				c.Close()
 			}
 		}()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c, err := net.Dial("unix", td.socket)
-			if err != nil {
-				continue
-			}
-			open = append(open, c)
-			if len(open) > 2*limit {
-				open[0].Close()
-				open = open[1:]
-			}
-		}
-	}()
+	}
 	defer func() { close(stop); wg.Wait() }()
 	for i := 0; i < 3; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHello$", "-test.count=1")

@@ -53,7 +53,7 @@ func (d *Daemon) channelRoutes() []Route {
 	return []Route{
 		{Method: wire.MethodRegisterChannel, Mutates: true, Handle: d.registerChannel},
 		{Method: wire.MethodUnregisterChannel, Mutates: true, Handle: d.unregisterChannel},
-		{Method: wire.MethodPushToChannel, Mutates: true, Handle: d.pushToChannel},
+		{Method: wire.MethodPushToChannel, Mutates: true, Lasts: LongWhenAsked, Handle: d.pushToChannel},
 		{Method: wire.MethodChannelAck, Handle: d.ackChannel},
 		{Method: wire.MethodChannelList, Handle: d.listChannels},
 		{Method: wire.MethodChannelReply, Mutates: true, Handle: d.replyChannel},
@@ -127,6 +127,9 @@ func (d *Daemon) pushToChannel(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Ack {
+		ctx = call.Long(ctx) // it waits for the listener's acknowledgement
+	}
 	timeout, err := msDuration(p.TimeoutMS, "timeout_ms")
 	if err != nil {
 		return nil, err
@@ -159,11 +162,16 @@ func (d *Daemon) listChannels(ctx context.Context, call *Call) (any, error) {
 	rows := d.channels.List()
 	res := &wire.ChannelListResult{Channels: make([]wire.ChannelRow, len(rows))}
 	for i, r := range rows {
-		res.Channels[i] = wire.ChannelRow{ChannelID: r.ID, Session: r.Session, CCSessionID: r.CCSessionID, Description: r.Description,
-			Listener: wirePeer(r.Listener), QueueDepth: r.QueueDepth, QueueCap: r.QueueCap, Pushed: r.Pushed, Delivered: r.Delivered,
-			Dropped: r.Dropped, PendingAsks: r.PendingAsks, RegisteredAt: r.RegisteredAt, DroppedAt: r.DroppedAt}
+		res.Channels[i] = channelRow(r)
 	}
 	return res, nil
+}
+
+// channelRow is one row of channel.list on the wire.
+func channelRow(r channel.Row) wire.ChannelRow {
+	return wire.ChannelRow{ChannelID: r.ID, Session: r.Session, CCSessionID: r.CCSessionID, Description: r.Description,
+		Listener: wirePeer(r.Listener), QueueDepth: r.QueueDepth, QueueCap: r.QueueCap, Pushed: r.Pushed, Delivered: r.Delivered,
+		Dropped: r.Dropped, PendingAsks: r.PendingAsks, RegisteredAt: r.RegisteredAt, DroppedAt: r.DroppedAt}
 }
 
 func (d *Daemon) replyChannel(ctx context.Context, call *Call) (any, error) {

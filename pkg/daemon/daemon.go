@@ -203,10 +203,14 @@ const DefaultMemoryBudget = 256 << 20
 
 // Daemon is a running agentd: the listener, its connections and components.
 type Daemon struct {
-	cfg     Config
-	log     zerolog.Logger
-	router  *router
-	started time.Time
+	// cfg is what was fixed at start; live what reloads (fixedConfig).
+	// configured is cfg as the config gave it, before a socket passed by
+	// systemd replaced its path: what a reload compares against.
+	cfg        fixedConfig
+	configured fixedConfig
+	log        zerolog.Logger
+	router     *router
+	started    time.Time
 
 	// The domain components. sessions and screen are built in Run, before
 	// the first connection is accepted, and channels in New, unless they
@@ -231,6 +235,8 @@ type Daemon struct {
 		suppressed int
 	}
 
+	// conns counts the goroutines serving or refusing a connection: the
+	// stop waits for them (up to closeConnsTimeout), so none outlives Run.
 	conns sync.WaitGroup
 	// openConns counts the admitted connections (max_connections).
 	openConns atomic.Int64
@@ -252,13 +258,13 @@ type Daemon struct {
 		suppressed int
 	}
 	// stopCtx ends when a stop begins: long calls (streams, follows,
-	// waits; Route.Long) and raw streams end at once with it, instead of
+	// waits; Route.Lasts) and raw streams end at once with it, instead of
 	// holding the stop for the grace period.
 	stopCtx  context.Context
 	stopLong context.CancelFunc
 	// live holds the settings that can change while running (limits,
 	// timeouts, defaults, consent); reload swaps it.
-	live atomic.Pointer[Config]
+	live atomic.Pointer[liveConfig]
 	// logLevel is the level requests are logged at or above; it mirrors
 	// the logger's, so a request below it costs no log event at all.
 	logLevel atomic.Int32
@@ -290,15 +296,17 @@ func New(cfg Config) *Daemon { return NewWith(cfg, Components{}) }
 // nil ones built as New builds them).
 func NewWith(cfg Config, given Components) *Daemon {
 	cfg.setDefaults()
+	fixed, live := cfg.split()
 	d := &Daemon{
-		cfg:      cfg,
-		log:      cfg.Logger.With().Str("component", "daemon").Logger(),
-		router:   newRouter(),
-		started:  time.Now(),
-		sessions: given.Sessions,
-		screen:   given.Screen,
-		channels: given.Channels,
-		budget:   rpc.NewBudget(cfg.MemoryBudget),
+		cfg:        fixed,
+		configured: fixed,
+		log:        cfg.Logger.With().Str("component", "daemon").Logger(),
+		router:     newRouter(),
+		started:    time.Now(),
+		sessions:   given.Sessions,
+		screen:     given.Screen,
+		channels:   given.Channels,
+		budget:     rpc.NewBudget(cfg.MemoryBudget),
 	}
 	if d.channels == nil {
 		r := channel.NewRegistry()
@@ -315,7 +323,7 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.channels.SetQueueCap(cfg.ChannelQueue)
 	d.channels.OnDrop(d.logChannelDrop)
 	d.setLogLevel(cfg.LogLevel)
-	d.live.Store(&cfg)
+	d.live.Store(&live)
 	// The fingerprint reads the whole binary; do it once, off the start-up
 	// path, and let the first hello wait for it if it comes that early.
 	d.build = sync.OnceValue(func() string {
@@ -331,7 +339,6 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.router.register(d.screenRoutes()...)
 	d.router.register(d.channelRoutes()...)
 	d.router.register(d.desktopRoutes()...)
-	d.router.markLong(longRoutes)
 	return d
 }
 
@@ -341,33 +348,67 @@ func NewWith(cfg Config, given Components) *Daemon {
 // requested stop returns nil. Start-up failures (another daemon running, an
 // unsafe socket directory) return an error before anything is served.
 func (d *Daemon) Run(ctx context.Context) error {
-	l, cleanup, err := d.listen()
+	l, built, err := d.assemble(ctx)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer built.close()
+	return d.serve(ctx, l)
+}
+
+// undoStack is what assemble built, as the functions that release it: close
+// runs them in the reverse order, once, so what was built last (the
+// desktops) goes first and the listener and its lock last.
+type undoStack []func()
+
+func (u *undoStack) add(f func()) { *u = append(*u, f) }
+
+func (u *undoStack) close() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+// assemble does what Run needs before it serves, in order: the listener
+// and its lock, the state directory and its lock, the components it was not
+// given (the session launcher and manager, the screen and its goroutine),
+// the desktops. It returns what releases them; on an error it has released
+// what it built.
+func (d *Daemon) assemble(ctx context.Context) (_ net.Listener, _ *undoStack, err error) {
+	built := &undoStack{}
+	defer func() {
+		if err != nil {
+			built.close()
+		}
+	}()
+	l, cleanup, err := d.listen()
+	if err != nil {
+		return nil, nil, err
+	}
+	built.add(cleanup)
 	// The state directory holds the sessions and the audit log: another
 	// user able to write in it could plant a session or rename one.
 	if err := stateDir.ensure(d.cfg.StateDir); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// One daemon per state directory too, whatever its socket: a second
 	// one would take the first one's live sessions for unresponsive ones
 	// (their workers answer the first) and offer to kill them.
 	stateLock, err := acquireLock(filepath.Join(d.cfg.StateDir, stateLockName))
 	if err != nil {
-		return fmt.Errorf("state directory %s: %w; or give this agentd a state directory of its own (state_dir, $XDG_STATE_HOME)", d.cfg.StateDir, err)
+		return nil, nil, fmt.Errorf("state directory %s: %w; or give this agentd a state directory of its own (state_dir, $XDG_STATE_HOME)", d.cfg.StateDir, err)
 	}
-	defer stateLock.release()
+	built.add(stateLock.release)
 	// The components are built here unless the daemon was given them
 	// (NewWith).
 	if d.sessions == nil {
 		sessionLog := d.cfg.Logger
 		launcher, closeLauncher, err := d.sessionLauncher(ctx)
 		if err != nil {
-			return fmt.Errorf("sessions: %w", err)
+			return nil, nil, fmt.Errorf("sessions: %w", err)
 		}
-		defer closeLauncher()
+		built.add(closeLauncher)
 		d.launcher = launcher
 		mgr, err := session.NewManager(session.ManagerOptions{
 			Launcher:      launcher,
@@ -380,24 +421,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Logger:        &sessionLog,
 		})
 		if err != nil {
-			return fmt.Errorf("sessions: %w", err)
+			return nil, nil, fmt.Errorf("sessions: %w", err)
 		}
-		defer mgr.Close() // sessions keep running: their workers own them
+		built.add(func() { mgr.Close() }) // sessions keep running: their workers own them
 		d.sessions = mgr
 	}
 	if d.screen == nil {
 		scr, err := capture.New(capture.Options{
 			Display:       d.cfg.Display,
-			AllowAct:      d.cfg.AllowAct,
+			AllowAct:      d.live.Load().AllowAct,
 			AuditPath:     filepath.Join(d.cfg.StateDir, "audit.jsonl"),
 			AuditMaxBytes: d.cfg.AuditMaxBytes,
-			RecordScreen:  d.cfg.RecordScreen, RecordScreenMaxBytes: d.cfg.RecordScreenMaxBytes,
+			RecordScreen:  d.live.Load().RecordScreen, RecordScreenMaxBytes: d.cfg.RecordScreenMaxBytes,
 			Logger: d.cfg.Logger, // capture names its own component
 		})
 		if err != nil {
-			return fmt.Errorf("screen: %w", err)
+			return nil, nil, fmt.Errorf("screen: %w", err)
 		}
-		defer scr.Close()
+		built.add(func() { scr.Close() })
 		d.screen = scr
 		screenCtx, stopScreen := context.WithCancel(context.WithoutCancel(ctx))
 		screenDone := make(chan struct{})
@@ -407,7 +448,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.log.Error().Err(err).Msg("screen stopped")
 			}
 		}()
-		defer func() { stopScreen(); <-screenDone }()
+		built.add(func() { stopScreen(); <-screenDone })
 	}
 
 	// The agents' desktops keep running when the daemon stops: their
@@ -416,10 +457,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	closeDesktops, err := d.startDesktops(desktopCtx)
 	if err != nil {
 		stopDesktops()
-		return fmt.Errorf("desktops: %w", err)
+		return nil, nil, fmt.Errorf("desktops: %w", err)
 	}
-	defer func() { stopDesktops(); closeDesktops() }()
+	built.add(func() { stopDesktops(); closeDesktops() })
+	return l, built, nil
+}
 
+// serve serves on l until ctx ends, then stops in order (Run).
+func (d *Daemon) serve(ctx context.Context, l net.Listener) error {
 	d.applyTimeouts(d.live.Load())
 
 	n := newNotifier()
@@ -556,8 +601,9 @@ func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
 		return func() {}
 	}
 	t := time.NewTicker(every)
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		for {
 			select {
 			case <-t.C:
@@ -567,7 +613,8 @@ func (d *Daemon) startWatchdog(n *notifier) (stop func()) {
 			}
 		}
 	}()
-	return func() { t.Stop(); close(done) }
+	// stop returns once the goroutine has: no WATCHDOG=1 after STOPPING=1.
+	return func() { t.Stop(); close(done); <-exited }
 }
 
 func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
@@ -600,10 +647,16 @@ func (d *Daemon) acceptLoop(ctx context.Context, l net.Listener) error {
 		done, pid, ok := d.startAdmitting(uc, limit)
 		if !ok {
 			// Refused at once, without the wait for the share, and
-			// counted nowhere: as before, a refusal is a short
-			// goroutine that writes one frame.
-			go d.refuse(uc, wire.Errorf(wire.CodeBusy,
-				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit))
+			// counted against no limit: a refusal is a short goroutine
+			// that writes one frame. The stop waits for it with the
+			// connections.
+			e := wire.Errorf(wire.CodeBusy,
+				"this process (pid %d) already holds its share (half) of agentd's limit of %d connections (max_connections) and has as many more waiting; close idle ones or reuse one", pid, limit)
+			d.conns.Add(1)
+			go func() {
+				defer d.conns.Done()
+				d.refuse(uc, e)
+			}()
 			continue
 		}
 		d.conns.Add(1)
@@ -717,10 +770,13 @@ func (d *Daemon) serveConn(ctx context.Context, uc *net.UnixConn, admitted func(
 		WriteTimeout: live.WriteTimeout,
 		IdleTimeout:  live.IdleTimeout,
 		// A connection holding a channel waits for pushes; it is not idle.
-		KeepAlive:  func() bool { return d.channels.Holds(conn) },
-		ToError:    toWireError,
-		Budget:     d.budget,
-		MayUpgrade: func(method string) bool { return method == wire.MethodAttach },
+		KeepAlive: func() bool { return d.channels.Holds(conn) },
+		ToError:   toWireError,
+		Budget:    d.budget,
+		MayUpgrade: func(method string) bool {
+			rt, ok := d.router.routes[method]
+			return ok && rt.Upgrades
+		},
 		Inline: func(method string) bool {
 			rt, ok := d.router.routes[method]
 			return ok && rt.Quick
@@ -856,11 +912,15 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	d.inflight.Add(1)
 	d.mu.Unlock()
 	defer d.inflight.Done()
-	call := &Call{Method: req.Method, Params: req.Params, Conn: conn}
-	if rt.Long != nil && rt.Long(call) {
-		return d.dispatchLong(ctx, rt, call)
+	call := &Call{Method: req.Method, Params: req.Params, Conn: conn, stop: d.stopCtx}
+	if rt.Lasts == Long {
+		ctx = call.Long(ctx)
 	}
 	res, err := rt.Handle(ctx, call)
+	if call.long != nil {
+		call.long.unlong()
+		return d.endLong(rt, call, res, err)
+	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		d.mu.Lock()
 		stopping := d.stopping
@@ -872,22 +932,17 @@ func (d *Daemon) dispatch(ctx context.Context, conn *Conn, req *wire.Request) (a
 	return res, err
 }
 
-// dispatchLong runs a long call (Route.Long): one that ends when its client
-// or its own deadline says, not when the daemon's work is done. It ends at
-// once when a stop begins, answering shutting_down, and so does the raw
-// stream of an upgrade it returns.
-func (d *Daemon) dispatchLong(ctx context.Context, rt Route, call *Call) (any, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(d.stopCtx, cancel)
-	defer stop()
-	res, err := rt.Handle(ctx, call)
+// endLong answers a long call (Call.Long): one that ends when its client or
+// its own deadline says, not when the daemon's work is done. Cut by a stop,
+// it answers shutting_down; the raw stream of an upgrade it returns ends
+// at once with a stop too.
+func (d *Daemon) endLong(rt Route, call *Call, res any, err error) (any, error) {
 	if d.stopCtx.Err() != nil && (err != nil || rt.Stream) {
 		// Whatever the handler made of its cancellation, the client
 		// should hear that the daemon stopped, and may retry.
 		return nil, errShuttingDown
 	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if err != nil && call.long.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil, errCallCanceled
 	}
 	if up, ok := res.(*rpc.Upgrade); ok && err == nil {

@@ -72,7 +72,7 @@
 //     (waiting for their process's share) are counted apart, at most
 //     MaxConnections per process, and past that a new one is answered busy
 //     at once, so a process flooding the socket only fills its own part.
-//   - Stop: long calls (Route.Long: waits, asks, attaches, log follows,
+//   - Stop: long calls (Route.Lasts: waits, asks, attaches, log follows,
 //     pushes with ack) are cancelled the moment a stop begins and answer
 //     shutting_down; only other requests get ShutdownGrace. Every
 //     connection left is then sent shutting_down (id 0) and closed, so a

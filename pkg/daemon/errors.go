@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/agentd/agentd/pkg/capture"
+	"github.com/agentd/agentd/internal/errkind"
+	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/channel"
 	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
@@ -15,9 +16,26 @@ import (
 var errShuttingDown = wire.Errorf(wire.CodeShuttingDown, "agentd is shutting down; retry once it is running again")
 
 // errCallCanceled ends a call whose caller went away (its connection
-// closed, e.g. Ctrl-C on agentctl). Nobody reads the answer; the request
-// log records it as canceled rather than by its code.
-var errCallCanceled = wire.Errorf(wire.CodeShuttingDown, "the call was cancelled: its connection ended")
+// closed, e.g. Ctrl-C on agentctl): its own outcome, not shutting_down,
+// since the daemon is not stopping. Nobody is left to read an answer, so
+// none is written (rpc.Canceled); the request log records it as canceled.
+var errCallCanceled = rpc.Canceled
+
+// kindCodes is the wire code of each kind of domain error (internal/errkind):
+// pkg/channel and pkg/capture declare their sentinels by kind, so one row
+// here serves every domain that has moved onto it.
+var kindCodes = map[errkind.Kind]wire.Code{
+	errkind.Invalid:        wire.CodeInvalidParams,
+	errkind.NotFound:       wire.CodeAgentNotFound,
+	errkind.Exists:         wire.CodeAgentExists,
+	errkind.Busy:           wire.CodeBusy,
+	errkind.Timeout:        wire.CodeTimeout,
+	errkind.LockTimeout:    wire.CodeLockTimeout,
+	errkind.Refused:        wire.CodeRefused,
+	errkind.Denied:         wire.CodePermissionDenied,
+	errkind.Unavailable:    wire.CodeScreenUnavailable,
+	errkind.ChannelUnknown: wire.CodeChannelUnknown,
+}
 
 // toWireError is the one place that turns an error from any component into
 // a wire error code. Components return their own sentinels; only this
@@ -56,28 +74,15 @@ func toWireError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeTimeout, "%v", err)
 	case errors.Is(err, session.ErrBusy):
 		return wire.Errorf(wire.CodeBusy, "%v", err)
-	case errors.Is(err, channel.ErrUnknown):
-		return wire.Errorf(wire.CodeChannelUnknown, "%v", err)
-	case errors.Is(err, channel.ErrBusy):
-		return wire.Errorf(wire.CodeBusy, "%v", err)
-	case errors.Is(err, channel.ErrInvalid):
-		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
-	case errors.Is(err, channel.ErrDenied):
-		return wire.Errorf(wire.CodePermissionDenied, "%v", err)
-	case errors.Is(err, channel.ErrTimeout):
-		return wire.Errorf(wire.CodeTimeout, "%v", err)
-	case errors.Is(err, capture.ErrInvalid), errors.Is(err, capture.ErrTooLarge):
-		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
-	case errors.Is(err, capture.ErrRefused):
-		return wire.Errorf(wire.CodeRefused, "%v", err)
-	case errors.Is(err, capture.ErrLockTimeout):
-		return wire.Errorf(wire.CodeLockTimeout, "%v", err)
-	case errors.Is(err, capture.ErrBusy):
-		return wire.Errorf(wire.CodeBusy, "%v", err)
-	case errors.Is(err, capture.ErrUnavailable):
-		return wire.Errorf(wire.CodeScreenUnavailable, "%v", err)
-	case errors.Is(err, capture.ErrTimeout):
-		return wire.Errorf(wire.CodeTimeout, "%v", err)
+	}
+	// After the session's sentinels, as the channel's and the capture's
+	// came after them when each had its own branch.
+	if k, ok := errkind.Of(err); ok {
+		if c, ok := kindCodes[k]; ok {
+			return wire.Errorf(c, "%v", err)
+		}
+	}
+	switch {
 	case errors.Is(err, desktop.ErrInvalid):
 		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	case errors.Is(err, desktop.ErrExists):

@@ -27,7 +27,7 @@ func (d *Daemon) sessionLauncher(ctx context.Context) (session.Launcher, func(),
 	if mode == "" {
 		mode = LauncherAuto
 	}
-	limits := session.Limits{MemoryMax: d.cfg.SessionMemoryMax, CPUWeight: d.cfg.SessionCPUWeight}
+	limits := session.Limits{MemoryMax: d.live.Load().SessionMemoryMax, CPUWeight: d.live.Load().SessionCPUWeight}
 	var why string
 	if mode != LauncherFork {
 		l, err := sdunit.Connect(ctx, sdunit.Options{

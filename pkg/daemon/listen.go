@@ -12,11 +12,9 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-)
 
-// maxSocketPath is the longest path a Unix socket address holds (sun_path
-// is 108 bytes including the terminating NUL).
-const maxSocketPath = 107
+	"github.com/agentd/agentd/internal/limits"
+)
 
 // ErrAlreadyRunning is returned by Run when another agentd holds the lock.
 var ErrAlreadyRunning = errors.New("agentd is already running")
@@ -55,10 +53,6 @@ func (p privateDir) ensure(dir string) error {
 	}
 	return p.check(dir)
 }
-
-// checkPrivateDir refuses a socket directory that is a symlink,
-// foreign-owned, or open to group or others.
-func checkPrivateDir(dir string) error { return socketDir.check(dir) }
 
 // check refuses a directory that is a symlink, foreign-owned, or open to
 // group or others, saying what is wrong and how to fix it. It looks twice:
@@ -142,8 +136,8 @@ func (l *lockFile) release() {
 // socket file already there is a stale one left by a killed daemon and is
 // replaced. The socket is created 0600 (umask) and verified after.
 func listenOwned(path string) (*net.UnixListener, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d a Unix socket allows; choose a shorter path with --socket or AGENTD_SOCKET", path, len(path), maxSocketPath)
+	if len(path) > limits.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d a Unix socket allows; choose a shorter path with --socket or AGENTD_SOCKET", path, len(path), limits.MaxSocketPath)
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err == nil {

@@ -29,6 +29,9 @@ func (d *Daemon) logs(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	streaming := p.Follow || p.Stream
+	if streaming {
+		ctx = call.Long(ctx) // a follow or stream lasts until its client or a stop ends it
+	}
 	switch {
 	case p.Limit < 0:
 		return nil, wire.Errorf(wire.CodeInvalidParams, "limit %d is negative; give the most events wanted, or 0 for the default", p.Limit)

@@ -103,37 +103,38 @@ func (d *Daemon) reload() {
 		return
 	}
 	next.setDefaults()
-	cur := d.live.Load()
+	nextFixed, nextLive := next.split()
+	cur, was := d.live.Load(), d.configured
 	var applied, restart []string
-	if next.LogLevel != cur.LogLevel && d.cfg.SetLogLevel != nil {
-		if err := d.cfg.SetLogLevel(next.LogLevel); err == nil {
-			d.setLogLevel(next.LogLevel)
+	if nextLive.LogLevel != cur.LogLevel && d.cfg.SetLogLevel != nil {
+		if err := d.cfg.SetLogLevel(nextLive.LogLevel); err == nil {
+			d.setLogLevel(nextLive.LogLevel)
 			applied = append(applied, "log_level")
 		} else {
-			d.log.Warn().Err(err).Str("log_level", next.LogLevel).Msg("log level not changed")
-			next.LogLevel = cur.LogLevel
+			d.log.Warn().Err(err).Str("log_level", nextLive.LogLevel).Msg("log level not changed")
+			nextLive.LogLevel = cur.LogLevel
 		}
 	}
-	if next.ChannelQueue != cur.ChannelQueue {
-		d.channels.SetQueueCap(next.ChannelQueue)
+	if nextLive.ChannelQueue != cur.ChannelQueue {
+		d.channels.SetQueueCap(nextLive.ChannelQueue)
 	}
-	d.applyTimeouts(&next)
-	if next.SessionMemoryMax != cur.SessionMemoryMax || next.SessionCPUWeight != cur.SessionCPUWeight {
+	d.applyTimeouts(&nextLive)
+	if nextLive.SessionMemoryMax != cur.SessionMemoryMax || nextLive.SessionCPUWeight != cur.SessionCPUWeight {
 		if dl, ok := d.launcher.(interface{ SetDefaults(session.Limits) }); ok {
-			dl.SetDefaults(session.Limits{MemoryMax: next.SessionMemoryMax, CPUWeight: next.SessionCPUWeight})
+			dl.SetDefaults(session.Limits{MemoryMax: nextLive.SessionMemoryMax, CPUWeight: nextLive.SessionCPUWeight})
 			applied = append(applied, "session_memory_max", "session_cpu_weight")
 		} else {
 			d.log.Warn().Msg("session_memory_max and session_cpu_weight are not applied: sessions are forked (no cgroup per session)")
 		}
 	}
-	if next.AllowAct != cur.AllowAct {
-		d.screen.SetAllowAct(next.AllowAct)
+	if nextLive.AllowAct != cur.AllowAct {
+		d.screen.SetAllowAct(nextLive.AllowAct)
 		applied = append(applied, "allow_act")
 	}
-	if next.RecordScreen != cur.RecordScreen {
-		if err := d.screen.SetRecordScreen(next.RecordScreen); err != nil {
+	if nextLive.RecordScreen != cur.RecordScreen {
+		if err := d.screen.SetRecordScreen(nextLive.RecordScreen); err != nil {
 			d.log.Warn().Err(err).Msg("record_screen not changed")
-			next.RecordScreen = cur.RecordScreen
+			nextLive.RecordScreen = cur.RecordScreen
 		} else {
 			applied = append(applied, "record_screen")
 		}
@@ -142,15 +143,15 @@ func (d *Daemon) reload() {
 		key     string
 		changed bool
 	}{
-		{"max_connections", next.MaxConnections != cur.MaxConnections},
-		{"read_timeout", next.ReadTimeout != cur.ReadTimeout},
-		{"shutdown_grace", next.ShutdownGrace != cur.ShutdownGrace},
-		{"write_timeout", next.WriteTimeout != cur.WriteTimeout}, // new connections
-		{"idle_timeout", next.IdleTimeout != cur.IdleTimeout},    // new connections
-		{"ask_timeout", next.AskTimeout != cur.AskTimeout},
-		{"ask_idle", next.AskIdle != cur.AskIdle},
-		{"lock_timeout", next.LockTimeout != cur.LockTimeout},
-		{"channel_queue", next.ChannelQueue != cur.ChannelQueue},
+		{"max_connections", nextLive.MaxConnections != cur.MaxConnections},
+		{"read_timeout", nextLive.ReadTimeout != cur.ReadTimeout},
+		{"shutdown_grace", nextLive.ShutdownGrace != cur.ShutdownGrace},
+		{"write_timeout", nextLive.WriteTimeout != cur.WriteTimeout}, // new connections
+		{"idle_timeout", nextLive.IdleTimeout != cur.IdleTimeout},    // new connections
+		{"ask_timeout", nextLive.AskTimeout != cur.AskTimeout},
+		{"ask_idle", nextLive.AskIdle != cur.AskIdle},
+		{"lock_timeout", nextLive.LockTimeout != cur.LockTimeout},
+		{"channel_queue", nextLive.ChannelQueue != cur.ChannelQueue},
 	} {
 		if c.changed {
 			applied = append(applied, c.key)
@@ -160,24 +161,19 @@ func (d *Daemon) reload() {
 		key     string
 		changed bool
 	}{
-		{"socket", next.SocketPath != cur.SocketPath},
-		{"state_dir", next.StateDir != cur.StateDir},
-		{"display", next.Display != cur.Display},
-		{"event_log_cap", next.EventLogCap != cur.EventLogCap},
-		{"max_sessions", next.MaxSessions != cur.MaxSessions},
-		{"audit_log_cap", next.AuditMaxBytes != cur.AuditMaxBytes},
-		{"session_launcher", next.SessionLauncher != cur.SessionLauncher},
+		{"socket", nextFixed.SocketPath != was.SocketPath},
+		{"state_dir", nextFixed.StateDir != was.StateDir},
+		{"display", nextFixed.Display != was.Display},
+		{"event_log_cap", nextFixed.EventLogCap != was.EventLogCap},
+		{"max_sessions", nextFixed.MaxSessions != was.MaxSessions},
+		{"audit_log_cap", nextFixed.AuditMaxBytes != was.AuditMaxBytes},
+		{"session_launcher", nextFixed.SessionLauncher != was.SessionLauncher},
 	} {
 		if c.changed {
 			restart = append(restart, c.key)
 		}
 	}
-	// Keep what needs a restart as it runs, so a later reload compares
-	// against what is really in force.
-	next.SocketPath, next.StateDir, next.Display = cur.SocketPath, cur.StateDir, cur.Display
-	next.EventLogCap, next.AuditMaxBytes = cur.EventLogCap, cur.AuditMaxBytes
-	next.SessionLauncher = cur.SessionLauncher
-	d.live.Store(&next)
+	d.live.Store(&nextLive)
 	d.helloJSON.Store(nil)
 	ev := d.log.Info().Strs("applied", applied)
 	if len(restart) > 0 {
@@ -190,7 +186,7 @@ func (d *Daemon) reload() {
 // which apply them to requests that give none: the session manager to
 // asks, the channel registry to asks through a channel, the screen to an
 // act's wait for the screen.
-func (d *Daemon) applyTimeouts(c *Config) {
+func (d *Daemon) applyTimeouts(c *liveConfig) {
 	d.sessions.SetTimeouts(session.Timeouts{Ask: c.AskTimeout, AskIdle: c.AskIdle, Lock: c.LockTimeout})
 	d.channels.SetAskTimeout(c.AskTimeout)
 	d.screen.SetLockTimeout(c.LockTimeout)

@@ -18,6 +18,39 @@ type Call struct {
 	Method string
 	Params json.RawMessage // a JSON object, or nil when none was sent
 	Conn   *Conn           // the connection it came on: its peer, notifications
+
+	// stop ends when the daemon begins to stop (nil outside a daemon's
+	// dispatch); a long call's context ends with it (Long).
+	stop context.Context
+	// long is set once the call is long (Long); apart, so the many calls
+	// that are not long carry one pointer for it.
+	long *longCall
+}
+
+// longCall is what a long call adds: its context and what ends that
+// context's tie to the stop.
+type longCall struct {
+	ctx    context.Context
+	unlong func()
+}
+
+// Long makes the call a long one and returns its context, which also ends
+// when the daemon begins to stop: a stop then cuts it at once with
+// shutting_down instead of giving it the grace period. dispatch does it
+// for a route that Lasts Long; a handler of a LongWhenAsked route calls it
+// once its params say the call waits (a log follow, a push with ack).
+// Later calls return the same context.
+func (c *Call) Long(ctx context.Context) context.Context {
+	switch {
+	case c.long != nil:
+		return c.long.ctx
+	case c.stop == nil:
+		return ctx
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.stop, cancel)
+	c.long = &longCall{ctx: ctx, unlong: func() { stop(); cancel() }}
+	return ctx
 }
 
 // HandlerFunc answers one call. It returns the result to marshal, or an
@@ -25,7 +58,24 @@ type Call struct {
 // connection themselves (Conn.Notify is for notifications only).
 type HandlerFunc func(ctx context.Context, call *Call) (any, error)
 
-// Route is one method of the route table.
+// Lasts says how long a route's calls may last, which is what a stop does
+// with them.
+type Lasts uint8
+
+const (
+	// Brief calls end when the daemon's work is done: a stop lets them
+	// finish within the grace period.
+	Brief Lasts = iota
+	// Long calls (a wait, an ask, an attach) end when their client or
+	// their own deadline says: every one is long (Call.Long).
+	Long
+	// LongWhenAsked calls are long when their params ask them to wait (a
+	// log follow or stream, a push with ack): the handler says so with
+	// Call.Long once it has decoded them.
+	LongWhenAsked
+)
+
+// Route is one method of the route table, with every fact about it.
 type Route struct {
 	Method string
 	// Mutates marks methods that change state: they are logged at info,
@@ -34,73 +84,20 @@ type Route struct {
 	// Quick marks handlers that never block (no I/O, no waiting): they run
 	// on the connection's reading goroutine, without a hand-off.
 	Quick bool
-	// Long, when set, says whether a call is long: a stream, a follow or a
-	// wait that ends when its client or its own deadline says, not when
-	// the daemon's work is done. A stop cancels long calls at once with
-	// shutting_down instead of giving them the grace period, and an
-	// upgrade they return ends with the stop too. Set from longRoutes.
-	Long func(*Call) bool
+	// Upgrades marks the methods whose handler may return an *rpc.Upgrade
+	// (attach): the connection reads no frame past them while they decide.
+	Upgrades bool
+	// Lasts says whether calls are long: a stream, a follow or a wait that
+	// ends when its client or its own deadline says, not when the daemon's
+	// work is done. A stop cancels long calls at once with shutting_down
+	// instead of giving them the grace period, and an upgrade they return
+	// ends with the stop too.
+	Lasts Lasts
 	// Stream marks a long call whose answer only closes a stream (a log
 	// follow): cut by a stop, it answers shutting_down even when its
 	// handler returns a result.
 	Stream bool
 	Handle HandlerFunc
-}
-
-// longRoutes are the methods whose calls may be long (Route.Long), kept
-// here rather than on each route so the domains' route lists stay theirs.
-// A method named here must be registered.
-var longRoutes = map[string]struct {
-	long   func(*Call) bool
-	stream bool
-}{
-	wire.MethodWait:   {long: always},
-	wire.MethodAsk:    {long: always},
-	wire.MethodAttach: {long: always},
-	wire.MethodLogs:   {long: either(paramSet("follow"), paramSet("stream")), stream: true},
-	// With ack, a push waits for the listener's acknowledgement.
-	wire.MethodPushToChannel: {long: paramSet("ack")},
-}
-
-func always(*Call) bool { return true }
-
-// either is true of a call when a or b is.
-func either(a, b func(*Call) bool) func(*Call) bool {
-	return func(c *Call) bool { return a(c) || b(c) }
-}
-
-// paramSet returns a test that the call's params hold field as true. A call
-// whose params do not decode is not long: its handler refuses it at once.
-func paramSet(field string) func(*Call) bool {
-	quoted := []byte(`"` + field + `"`)
-	return func(c *Call) bool {
-		// Most calls do not name the field: no decoding for them (a
-		// push's message may be 64 KiB).
-		if !bytes.Contains(c.Params, quoted) {
-			return false
-		}
-		var p map[string]json.RawMessage
-		if json.Unmarshal(c.Params, &p) != nil {
-			return false
-		}
-		return string(p[field]) == "true"
-	}
-}
-
-// markLong sets Long and Stream on the routes named in long; naming a
-// method that is not registered panics at start-up.
-func (r *router) markLong(long map[string]struct {
-	long   func(*Call) bool
-	stream bool
-}) {
-	for m, l := range long {
-		rt, ok := r.routes[m]
-		if !ok {
-			panic("daemon: long route not registered: " + m)
-		}
-		rt.Long, rt.Stream = l.long, l.stream
-		r.routes[m] = rt
-	}
 }
 
 // namespaces are the method prefixes agentd serves.

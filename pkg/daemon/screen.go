@@ -158,7 +158,11 @@ func (d *Daemon) screenInfo(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := scr.Info(ctx)
+	return screenResult(scr.Info(ctx)), nil
+}
+
+// screenResult is agent.screen's answer from the screen's info.
+func screenResult(i capture.Info) *wire.ScreenResult {
 	r := &wire.ScreenResult{Desktop: i.Desktop, Display: i.Display, Connected: i.Connected, Reason: i.Reason, Width: i.Width, Height: i.Height,
 		Extensions: i.Extensions, CaptureMethod: i.CaptureMethod, CaptureWhy: i.CaptureWhy, InputWhy: i.InputWhy,
 		KeyboardLayout: i.KeyboardLayout, KeyboardVariant: i.KeyboardVariant, AllowAct: i.AllowAct, KillSwitch: i.KillSwitch,
@@ -169,7 +173,7 @@ func (d *Daemon) screenInfo(ctx context.Context, call *Call) (any, error) {
 	if h := i.Holder; h != nil {
 		r.Holder = &wire.ScreenHolder{PID: h.Caller.PID, UID: h.Caller.UID, Executable: h.Caller.Executable, Session: h.Caller.Session, Since: h.Since}
 	}
-	return r, nil
+	return r
 }
 
 // sessionOfProcess returns the agentd session a process runs in, from the

@@ -37,18 +37,18 @@ type Sessions interface {
 func (d *Daemon) sessionRoutes() []Route {
 	return []Route{
 		{Method: wire.MethodSpawn, Mutates: true, Handle: d.spawn},
-		{Method: wire.MethodAsk, Mutates: true, Handle: d.ask},
+		{Method: wire.MethodAsk, Mutates: true, Lasts: Long, Handle: d.ask},
 		{Method: wire.MethodList, Handle: d.list},
 		{Method: wire.MethodStatus, Handle: d.status},
 		{Method: wire.MethodStop, Mutates: true, Handle: d.stopSession},
 		{Method: wire.MethodRm, Mutates: true, Handle: d.rm},
 		{Method: wire.MethodReconcile, Mutates: true, Handle: d.reconcile},
-		{Method: wire.MethodLogs, Handle: d.logs},
+		{Method: wire.MethodLogs, Lasts: LongWhenAsked, Stream: true, Handle: d.logs},
 		{Method: wire.MethodSend, Mutates: true, Handle: d.send},
 		{Method: wire.MethodSnapshot, Handle: d.snapshot},
-		{Method: wire.MethodWait, Handle: d.wait},
+		{Method: wire.MethodWait, Lasts: Long, Handle: d.wait},
 		{Method: wire.MethodResize, Mutates: true, Handle: d.resize},
-		{Method: wire.MethodAttach, Mutates: true, Handle: d.attach},
+		{Method: wire.MethodAttach, Mutates: true, Upgrades: true, Lasts: Long, Handle: d.attach},
 	}
 }
 
@@ -344,8 +344,12 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return askResult(r), nil
+}
+
+func askResult(r *session.AskResult) *wire.AskResult {
 	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: wire.AskReason(r.Reason),
-		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}, nil
+		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}
 }
 
 func (d *Daemon) send(ctx context.Context, call *Call) (any, error) {
@@ -365,8 +369,12 @@ func (d *Daemon) snapshot(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return snapshotResult(s), nil
+}
+
+func snapshotResult(s *session.Snapshot) *wire.SnapshotResult {
 	return &wire.SnapshotResult{Name: s.Name, Lines: s.Lines, Cols: s.Cols, Rows: s.Rows, CursorX: s.CursorX, CursorY: s.CursorY,
-		CursorVisible: s.CursorVisible, AltScreen: s.AltScreen, BracketedPaste: s.BracketedPaste, Hash: s.Hash, Seq: s.Seq}, nil
+		CursorVisible: s.CursorVisible, AltScreen: s.AltScreen, BracketedPaste: s.BracketedPaste, Hash: s.Hash, Seq: s.Seq}
 }
 
 func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
@@ -385,7 +393,11 @@ func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wire.WaitResult{Name: r.Name, Reason: wire.WaitReason(r.Reason), Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}, nil
+	return waitResult(r), nil
+}
+
+func waitResult(r *session.WaitResult) *wire.WaitResult {
+	return &wire.WaitResult{Name: r.Name, Reason: wire.WaitReason(r.Reason), Screen: r.Screen, ElapsedMS: r.Elapsed.Milliseconds(), Seq: r.Seq}
 }
 
 func (d *Daemon) resize(ctx context.Context, call *Call) (any, error) {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/limits"
 )
 
 // Defaults of Options.
@@ -573,7 +575,7 @@ const usersDir = "sessions"
 
 // AddUser records that a session was started on the desktop.
 func (m *Manager) AddUser(name, session string) {
-	if ValidateName(name) != nil || !namePattern.MatchString(session) {
+	if ValidateName(name) != nil || !limits.ValidName(session) {
 		return
 	}
 	dir := filepath.Join(m.path(name), usersDir)

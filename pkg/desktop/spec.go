@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/agentd/agentd/internal/limits"
 )
 
 // Limits of a desktop's screen: TigerVNC's bounds, which every X server
@@ -49,12 +51,10 @@ type Spec struct {
 	Keep    bool
 }
 
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
 // ValidateName checks a desktop name: the session names' shape, so it is
 // safe as a path.
 func ValidateName(name string) error {
-	if !namePattern.MatchString(name) || name == "new" {
+	if !limits.ValidName(name) || name == "new" {
 		if name == "new" {
 			return errorf(ErrInvalid, "desktop name \"new\" is reserved (spawn --desktop new makes a desktop); pick another name")
 		}
@@ -130,7 +130,7 @@ func (s *Spec) normalize(found func(string) (string, error)) error {
 			return errorf(ErrStartFailed, "keyboard layout %q needs setxkbmap, which is not installed; install the Debian package x11-xkb-utils", s.Layout)
 		}
 	}
-	if s.Session != "" && !namePattern.MatchString(s.Session) {
+	if s.Session != "" && !limits.ValidName(s.Session) {
 		return errorf(ErrInvalid, "session name %q is not valid", s.Session)
 	}
 	return nil
