@@ -69,7 +69,8 @@ func TestMCPDesktops(t *testing.T) {
 			t.Errorf("%s on a missing desktop advises a command the model cannot run: %q", c.tool, r)
 		}
 	}
-	m.refused("zoom", map[string]any{"desktop": "nope", "x": 0, "y": 0, "width": 10, "height": 10}, "invalid_arguments", `desktop "nope"`, "screenshot")
+	m.refused("zoom", map[string]any{"desktop": "nope", "x": 0, "y": 0, "width": 10, "height": 10}, "screen_unavailable", `"nope"`, "desktop_new")
+	m.refused("act", map[string]any{"desktop": "nope", "actions": []map[string]any{{"kind": "click", "x": 1, "y": 1}}}, "screen_unavailable", `"nope"`, "desktop_new")
 	m.badArgs("screenshot", map[string]any{"desktop": "Not A Name"}, "desktop", "pattern")
 	m.badArgs("desktop_new", map[string]any{"name": "new"}, "name")
 	m.badArgs("desktop_new", map[string]any{"wm": "kde"}, "wm", "enum")
@@ -191,4 +192,27 @@ func TestMCPDesktops(t *testing.T) {
 	if strings.Contains(m.stderr.String(), "panic") {
 		t.Errorf("agentctl mcp panicked:\n%s", m.stderr)
 	}
+}
+
+// With desktops off in agentd, a desktop target is a tool error that says
+// so and that the user must turn them on.
+func TestMCPDesktopsDisabled(t *testing.T) {
+	t.Parallel()
+	person := xvfbtest.Start(t, xvfbtest.Options{Width: 1024, Height: 768})
+	h := newHome(t)
+	h.startDaemon([]string{"--allow-act", "--display", person.Display})
+	m := h.startMCP(t, true)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"screenshot", map[string]any{"desktop": "d1"}},
+		{"zoom", map[string]any{"desktop": "d1", "x": 0, "y": 0, "width": 10, "height": 10}},
+		{"act", map[string]any{"desktop": "d1", "actions": []map[string]any{{"kind": "move", "x": 1, "y": 1}}}},
+	} {
+		m.refused(c.tool, c.args, "refused", "desktops = true", "ask the user")
+	}
+	m.refused("desktop_new", map[string]any{"name": "d1"}, "refused", "desktops = true")
+	// The user's display still works.
+	m.ok("screenshot", nil)
 }

@@ -719,11 +719,36 @@ func deskHint(res *mcp.CallToolResult, desktop string) *mcp.CallToolResult {
 		return res
 	}
 	b, ok := res.StructuredContent.(refusalBody)
-	if !ok || b.Code != string(wire.CodeScreenUnavailable) || strings.Contains(b.Reason, "desktop_new") {
+	if !ok || strings.Contains(b.Reason, "desktop_new") {
 		return res
 	}
-	b.Reason += fmt.Sprintf("; the desktops tool lists the desktops there are, and desktop_new (name %q) makes this one", desktop)
+	switch {
+	case b.Code == string(wire.CodeScreenUnavailable):
+		b.Reason += fmt.Sprintf("; the desktops tool lists the desktops there are, and desktop_new (name %q) makes this one", desktop)
+	case b.Code == string(wire.CodeRefused) && strings.HasPrefix(b.Reason, "desktops are disabled"):
+		b.Reason += ". You cannot change agentd's config: ask the user to, or work on their display (omit desktop)"
+	default:
+		return res
+	}
 	return refusal(b.Code, b.Reason, b.Retryable, b.Details)
+}
+
+// deskMissing is the refusal for a desktop target that cannot be used (it
+// does not exist, is dead, or desktops are off), or nil when it can; a
+// call that would otherwise say "take a screenshot first" asks this
+// first, so the model learns the real fix.
+func (t *tools) deskMissing(ctx context.Context, desktop string) *mcp.CallToolResult {
+	if desktop == "" {
+		return nil
+	}
+	c, err := t.conn(ctx)
+	if err != nil {
+		return failure(err)
+	}
+	if _, err := c.ScreenOf(ctx, wire.ScreenParams{Desktop: desktop}); err != nil {
+		return deskHint(failure(err), desktop)
+	}
+	return nil
 }
 
 // actionSchema is the schema of one act action.
@@ -873,6 +898,9 @@ func shotText(s *wire.ScreenshotResult) string {
 func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
 	seen := t.seenOf(in.Desktop)
 	if seen == nil {
+		if r := t.deskMissing(ctx, in.Desktop); r != nil {
+			return r
+		}
 		what := "take a screenshot first: zoom's x, y, width and height are pixels of the last screenshot, and there is none yet"
 		if in.Desktop != "" {
 			what = fmt.Sprintf("take a screenshot of desktop %q first (screenshot with desktop %q): zoom's x, y, width and height are pixels of its last screenshot, and there is none yet", in.Desktop, in.Desktop)
@@ -1090,6 +1118,9 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		hasPoint = hasPoint || a.X != nil || a.Y != nil
 	}
 	if hasPoint && seen == nil {
+		if r := t.deskMissing(ctx, in.Desktop); r != nil {
+			return r
+		}
 		what := "take a screenshot first: act's x and y are pixels of the last screenshot this server returned, and it has returned none yet"
 		if in.Desktop != "" {
 			what = fmt.Sprintf("take a screenshot of desktop %q first (screenshot with desktop %q): act's x and y are pixels of that desktop's last screenshot this server returned, and it has returned none yet", in.Desktop, in.Desktop)
