@@ -83,6 +83,8 @@ async function cancel() {
   // then the next ask must not wait for the cancelled ask's lock, which
   // would hold 30 s and answer lock_timeout.
   await okCall('send', { name: session, keys: ['ctrl+c'] });
+  // Only once Python took the interrupt: an ask typed before it is thrown away with it.
+  await awaitCond('KeyboardInterrupt in the session log', 20000, async () => (await logsText()).includes('KeyboardInterrupt'));
   const r = await okCall('ask', { name: session, text: "print('after', 6*7)", until: 'after 42', lock_timeout_ms: 10000, timeout_ms: 20000 });
   if (!text(r).includes('after 42')) fail('the next ask answered ' + text(r));
   ok('the next ask answered at once: ' + text(r).trim().slice(0, 40));
