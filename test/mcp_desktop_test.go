@@ -212,7 +212,7 @@ func TestMCPDesktopsDisabled(t *testing.T) {
 	} {
 		m.refused(c.tool, c.args, "refused", "desktops = true", "ask the user")
 	}
-	m.refused("desktop_new", map[string]any{"name": "d1"}, "refused", "desktops = true")
+	m.refused("desktop_new", map[string]any{"name": "d1"}, "refused", "desktops = true", "ask the user")
 	// The user's display still works.
 	m.ok("screenshot", nil)
 }

@@ -28,7 +28,7 @@ func TestDeskHint(t *testing.T) {
 	if r := res.StructuredContent.(refusalBody).Reason; !res.IsError || !strings.Contains(r, `desktop_new (name "d")`) {
 		t.Errorf("hint: %q", r)
 	}
-	for _, c := range []struct{ code, desk string }{{string(wire.CodeScreenUnavailable), ""}, {string(wire.CodeRefused), "d"}} {
+	for _, c := range []struct{ code, desk string }{{string(wire.CodeScreenUnavailable), ""}, {string(wire.CodeScreenUnavailable), "new"}, {string(wire.CodeRefused), "d"}} {
 		res := deskHint(refusal(c.code, "why", false, nil), c.desk)
 		if r := res.StructuredContent.(refusalBody).Reason; r != "why" {
 			t.Errorf("deskHint(%s, %q) changed the reason to %q", c.code, c.desk, r)

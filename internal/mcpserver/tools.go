@@ -679,7 +679,7 @@ func (t *tools) list() []tool {
 			if r := t.gate(ctx, "desktop_new"); r != nil {
 				return r
 			}
-			return call(ctx, t, func(c *wire.Client) (*wire.DesktopRow, error) { return c.DesktopNew(ctx, wire.DesktopNewParams(in)) },
+			return deskCall(ctx, t, "", func(c *wire.Client) (*wire.DesktopRow, error) { return c.DesktopNew(ctx, wire.DesktopNewParams(in)) },
 				func(d *wire.DesktopRow) string {
 					return fmt.Sprintf("desktop %s is running: display %s, %dx%d, wm %s, layout %s. Give desktop %q to screenshot, act or spawn.",
 						d.Name, d.Display, d.Width, d.Height, d.WM, d.Layout, d.Name)
@@ -706,16 +706,17 @@ func (t *tools) list() []tool {
 }
 
 // deskCall is call for a tool aimed at desktop (empty: the user's display,
-// which needs nothing more): a desktop that does not exist, or is dead, is
-// refused with the tools that fix it.
+// or no target): its refusal carries deskHint's fix.
 func deskCall[R any](ctx context.Context, t *tools, desktop string, f func(c *wire.Client) (R, error), text func(R) string) *mcp.CallToolResult {
 	res := call(ctx, t, f, text)
 	return deskHint(res, desktop)
 }
 
-// deskHint adds to a refusal about a desktop target the tools that fix it.
+// deskHint adds the fix to a refusal about desktops: for a desktop target
+// that does not exist or is dead, the tools that fix it; for desktops
+// turned off in agentd, that only the user can turn them on.
 func deskHint(res *mcp.CallToolResult, desktop string) *mcp.CallToolResult {
-	if desktop == "" || desktop == "new" || !res.IsError {
+	if !res.IsError {
 		return res
 	}
 	b, ok := res.StructuredContent.(refusalBody)
@@ -723,7 +724,7 @@ func deskHint(res *mcp.CallToolResult, desktop string) *mcp.CallToolResult {
 		return res
 	}
 	switch {
-	case b.Code == string(wire.CodeScreenUnavailable):
+	case b.Code == string(wire.CodeScreenUnavailable) && desktop != "" && desktop != "new":
 		b.Reason += fmt.Sprintf("; the desktops tool lists the desktops there are, and desktop_new (name %q) makes this one", desktop)
 	case b.Code == string(wire.CodeRefused) && strings.HasPrefix(b.Reason, "desktops are disabled"):
 		b.Reason += ". You cannot change agentd's config: ask the user to, or work on their display (omit desktop)"
