@@ -77,9 +77,13 @@ func TestMCPSDKOutputSchemas(t *testing.T) {
 	t.Parallel()
 	srv := xvfbtest.Start(t, xvfbtest.Options{Width: 1024, Height: 768})
 	h := newHome(t)
-	h.startDaemon([]string{"--allow-act", "--display", srv.Display})
+	h.startDaemon([]string{"--allow-act", "--desktops", "--display", srv.Display})
+	h.cleanDesktops()
 	h.ctl(0, "spawn", "s1", "--", "sh")
 	h.sdkScript(t, "schemas", "SESSION=s1")
+	if len(h.desktops()) != 0 {
+		t.Errorf("check.mjs's desktop_rm left desktops: %+v", h.desktops())
+	}
 }
 
 // winGeom is a window's client area on the screen, once it is mapped and

@@ -157,8 +157,8 @@ func image(res *mcp.CallToolResult) *mcp.ImageContent {
 }
 
 var (
-	lookTools = []string{"list", "status", "snapshot", "logs", "wait", "screenshot", "zoom", "cursor_position", "screen", "channels"}
-	actTools  = []string{"spawn", "ask", "send", "resize", "stop", "rm", "push", "act"}
+	lookTools = []string{"list", "status", "snapshot", "logs", "wait", "screenshot", "zoom", "cursor_position", "screen", "desktops", "channels"}
+	actTools  = []string{"spawn", "ask", "send", "resize", "stop", "rm", "push", "act", "desktop_new", "desktop_rm"}
 )
 
 func TestMCPToolsLookThenAct(t *testing.T) {
@@ -218,14 +218,16 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 
 	// Every acting tool is refused, as an answer that says how to enable it.
 	acts := map[string]map[string]any{
-		"spawn":  {"name": "s2", "argv": []string{"sh"}},
-		"ask":    {"name": "s1", "text": "echo hi"},
-		"send":   {"name": "s1", "keys": []string{"enter"}},
-		"stop":   {"name": "s1"},
-		"resize": {"name": "s1", "cols": 100, "rows": 30},
-		"rm":     {"name": "s1", "force": true},
-		"push":   {"session": "s1", "message": "hi"},
-		"act":    {"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}},
+		"spawn":       {"name": "s2", "argv": []string{"sh"}},
+		"ask":         {"name": "s1", "text": "echo hi"},
+		"send":        {"name": "s1", "keys": []string{"enter"}},
+		"stop":        {"name": "s1"},
+		"resize":      {"name": "s1", "cols": 100, "rows": 30},
+		"rm":          {"name": "s1", "force": true},
+		"push":        {"session": "s1", "message": "hi"},
+		"act":         {"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}},
+		"desktop_new": {"name": "d1"},
+		"desktop_rm":  {"name": "d1"},
 	}
 	for _, name := range actTools {
 		ro.refused(name, acts[name], "disabled", "--yes", "agentctl mcp --yes")

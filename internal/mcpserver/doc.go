@@ -12,6 +12,16 @@
 // surface needs: scaling screenshots to a size models read well and
 // converting act coordinates back from that image, and the loop guard.
 //
+// # Targets
+//
+// The screen tools take an optional desktop: the user's display when it is
+// empty, else an agent desktop's name (pkg/wire's Desktop fields). What
+// the model last saw is kept per target (a view: act's space, the shot to
+// observe with, the last image's hash, the loop guard), so a screenshot of
+// one desktop never moves act's coordinates on another and batches on two
+// desktops do not add up in one guard. A removed desktop's view is
+// forgotten.
+//
 // # Why a separate binary
 //
 // The SDK's package initialisation and size cost every process that links
@@ -53,7 +63,7 @@
 // # The gate
 //
 // Without --yes the tools server is read-only. The acting tools (spawn,
-// ask, send, resize, stop, rm, push, act) are still listed, with descriptions that say they
+// ask, send, resize, stop, rm, push, act, desktop_new, desktop_rm) are still listed, with descriptions that say they
 // are disabled and how the user enables them: a model that does not see a
 // tool concludes it does not exist, one that sees it disabled can tell the
 // user what to change. A per-call "confirm" argument would be written by

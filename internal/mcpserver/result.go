@@ -432,6 +432,10 @@ func withOK(v any, ok bool) map[string]any {
 // cliAdvice matches the agentctl commands the daemon's messages advise.
 var cliAdvice = regexp.MustCompile("`?agentctl ([a-z]+)( list)?( --force)?( [a-z0-9][a-z0-9._-]*)?`?")
 
+// deskAdvice matches the agentctl desktop commands the daemon advises,
+// which the desktops, desktop_new and desktop_rm tools do.
+var deskAdvice = regexp.MustCompile("`?agentctl desktop (ls|new|rm( --force)?( [a-z0-9][a-z0-9._-]*)?)`?")
+
 // toolVerbs are the agentctl verbs this server has a tool for.
 var toolVerbs = map[string]string{"stop": "stop", "rm": "rm", "status": "status", "send": "send", "spawn": "spawn",
 	"logs": "logs", "list": "list", "wait": "wait", "screenshot": "screenshot", "channel list": "channels"}
@@ -443,6 +447,22 @@ func forModels(reason string) string {
 	if !strings.Contains(reason, "agentctl ") {
 		return reason
 	}
+	reason = deskAdvice.ReplaceAllStringFunc(reason, func(m string) string {
+		sm := deskAdvice.FindStringSubmatch(m)
+		verb, _, _ := strings.Cut(sm[1], " ")
+		tool := map[string]string{"ls": "desktops", "new": "desktop_new", "rm": "desktop_rm"}[verb]
+		var args []string
+		if name := strings.TrimSpace(sm[3]); name != "" {
+			args = append(args, fmt.Sprintf("name %q", name))
+		}
+		if sm[2] != "" {
+			args = append(args, "force true")
+		}
+		if len(args) == 0 {
+			return "the " + tool + " tool"
+		}
+		return "the " + tool + " tool (" + strings.Join(args, ", ") + ")"
+	})
 	return cliAdvice.ReplaceAllStringFunc(reason, func(m string) string {
 		sm := cliAdvice.FindStringSubmatch(m)
 		verb := sm[1] + sm[2]

@@ -55,14 +55,58 @@ type tools struct {
 	lmu  sync.Mutex
 	idle []*wire.Client
 
-	// smu guards what the model last saw: act converts coordinates from the
-	// last image's space and observes with the same shot, and the loop
-	// guard compares observations with it.
-	smu       sync.Mutex
+	// smu guards views: what the model last saw of each target.
+	smu   sync.Mutex
+	views map[string]*view
+}
+
+// view is what the model last saw of one target, the person's display
+// ("") or a desktop (its name): act converts coordinates from the last
+// image of its own target and observes with the same shot, and the loop
+// guard compares observations with it. Each target has its own, so
+// screenshots of one desktop do not move act's space on another, and
+// batches on two desktops do not add up in one guard.
+type view struct {
 	seen      *space
-	shot      wire.ScreenshotParams // how the last image was taken
+	shot      wire.ScreenshotParams // how the last image was taken (its Desktop set)
 	imageHash [32]byte              // of the last image's bytes
 	guard     loopGuard
+}
+
+// viewOf is target's view, made on first use; smu must be held.
+func (t *tools) viewOf(target string) *view {
+	if t.views == nil {
+		t.views = map[string]*view{}
+	}
+	v := t.views[target]
+	if v == nil {
+		v = &view{}
+		t.views[target] = v
+	}
+	return v
+}
+
+// seenOf is the space of target's last image, or nil.
+func (t *tools) seenOf(target string) *space {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	return t.viewOf(target).seen
+}
+
+// forget drops a removed desktop's view: a new desktop of the same name
+// starts with no image.
+func (t *tools) forget(target string) {
+	t.smu.Lock()
+	delete(t.views, target)
+	t.smu.Unlock()
+}
+
+// targetName names a target in messages.
+func targetName(target string) string {
+	if target == "" {
+		return "the user's display"
+	}
+	return fmt.Sprintf("desktop %q", target)
 }
 
 // Run serves the tools server on cfg's stdin and stdout until the MCP
@@ -101,13 +145,14 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // actingList names the tools --yes enables.
-const actingList = "spawn, ask, send, resize, stop, rm, push and act"
+const actingList = "spawn, ask, send, resize, stop, rm, push, act, desktop_new and desktop_rm"
 
 // instructions tell the model how the tools fit together.
 func instructions(yes bool) string {
 	s := "agentd runs agent sessions (programs in terminals: shells, REPLs, coding agents) and drives this computer's X11 screen. " +
 		"Look before you act: list, status, snapshot and logs read sessions; screenshot and screen read the display. " +
 		"act's coordinates are pixels of the last screenshot this server returned to you (zoom looks closer without changing them). " +
+		"The screen tools act on the user's display unless given desktop, the name of an agent desktop (a private X display of your own: desktops lists them, desktop_new makes one); each target keeps its own last screenshot. " +
 		"A refused call is a tool error whose text says why and what to change."
 	if !yes {
 		s += " This server was started read-only: " + actingList + " refuse until the user adds --yes to its command (agentctl mcp --yes)."
@@ -224,6 +269,12 @@ const disabledNote = " DISABLED on this server: it was started without --yes, so
 const disabledReason = "this MCP server was started without --yes, so it only looks: %s is disabled. " +
 	"Ask the user to add --yes to its command in the MCP config (agentctl mcp --yes) and restart the MCP server if they want you to act; you cannot enable it yourself"
 
+// desktopIs says what a desktop is, in every screen tool's description of
+// its desktop argument.
+const desktopIs = "A desktop is an X display of an agent's own (a private Xvfb with a window manager) that agentd runs: " +
+	"the user does not see it, its pointer and keyboard are its own, and acting on it needs no consent per batch. " +
+	"desktops lists them, desktop_new makes one, spawn with desktop starts a program on one."
+
 // Schema pieces shared by several tools.
 var (
 	nameArg = arg{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
@@ -235,7 +286,9 @@ var (
 			"width": map[string]any{"type": "integer", "minimum": 1}, "height": map[string]any{"type": "integer", "minimum": 1}},
 		"description": "a part of the screen, in physical screen pixels (see screen for the size); the whole screen when omitted"}
 	actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, direction, amount, ms, application, uri"
-	timeoutArg   = arg{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS,
+	desktopArg   = arg{"desktop", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
+		"description": "the target: an agent desktop's name, or omit it for the user's own display. " + desktopIs}, false}
+	timeoutArg = arg{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS,
 		"description": "give up after this many milliseconds (default 600000); the refusal then carries what was seen"}, false}
 )
 
@@ -260,16 +313,25 @@ type (
 		Plain   bool   `json:"plain"`
 	}
 	screenshotIn struct {
+		Desktop string       `json:"desktop"`
 		Region  *wire.Region `json:"region"`
 		Monitor *int         `json:"monitor"`
 		Format  string       `json:"format"`
 	}
-	zoomIn struct {
-		X      float64 `json:"x"`
-		Y      float64 `json:"y"`
-		Width  float64 `json:"width"`
-		Height float64 `json:"height"`
-		Format string  `json:"format"`
+	// targetIn is the argument of a screen tool with nothing else: its
+	// target.
+	targetIn struct {
+		Desktop string `json:"desktop"`
+	}
+	desktopNewIn wire.DesktopNewParams
+	desktopRmIn  wire.DesktopRmParams
+	zoomIn       struct {
+		Desktop string  `json:"desktop"`
+		X       float64 `json:"x"`
+		Y       float64 `json:"y"`
+		Width   float64 `json:"width"`
+		Height  float64 `json:"height"`
+		Format  string  `json:"format"`
 	}
 	noIn    struct{}
 	spawnIn wire.SpawnParams
@@ -301,6 +363,7 @@ type (
 		ToY *float64 `json:"to_y,omitempty"`
 	}
 	actIn struct {
+		Desktop  string      `json:"desktop"`
 		Actions  []mcpAction `json:"actions"`
 		Observe  *bool       `json:"observe"`
 		SettleMS *float64    `json:"settle_ms"`
@@ -333,6 +396,10 @@ type (
 		ImageWidth  int         `json:"image_width,omitempty"`
 		ImageHeight int         `json:"image_height,omitempty"`
 		Screen      wire.Point  `json:"screen"`
+	}
+	desktopRmOut struct {
+		Name    string `json:"name"`
+		Removed bool   `json:"removed"`
 	}
 	// actOut is act's structured content.
 	actOut struct {
@@ -425,14 +492,14 @@ func (t *tools) list() []tool {
 			desc: fmt.Sprintf("Take a screenshot of the X11 screen, returned as an image scaled to fit %dx%d (XGA; a whole 1920x1080 screen comes back as 1024x576). "+
 				"The result's scale is image pixels per screen pixel and area is the part of the screen shown; pointer_in_image is the pointer in the image's pixels. "+
 				"act takes coordinates in the pixels of the last image this tool (or act) returned, so take one before acting.", modelMaxWidth, modelMaxHeight),
-			args: []arg{{"region", regionSchema, false},
+			args: []arg{desktopArg, {"region", regionSchema, false},
 				{"monitor", map[string]any{"type": "integer", "minimum": 0, "description": "only this monitor (its index in screen's monitors); ignored with region"}, false},
 				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default, quality 80) or png (lossless, larger)"}, false}},
 		}, t.screenshot),
 		typedTool(tool{name: "zoom", readOnly: true, out: typeOf[shotOut](),
 			desc: "Look closer at part of the last screenshot: x, y, width and height are in that image's pixels, and the part comes back at up to the screen's own resolution " +
 				"(scaled into the same box as screenshot). act's coordinates stay those of the last screenshot: zoom does not change them.",
-			args: []arg{
+			args: []arg{desktopArg,
 				{"x", map[string]any{"type": "number", "minimum": 0, "description": "left edge, in the last screenshot's pixels"}, true},
 				{"y", map[string]any{"type": "number", "minimum": 0, "description": "top edge, in the last screenshot's pixels"}, true},
 				{"width", map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "in the last screenshot's pixels"}, true},
@@ -440,12 +507,38 @@ func (t *tools) list() []tool {
 				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default) or png"}, false}},
 		}, t.zoom),
 		typedTool(tool{name: "cursor_position", readOnly: true, out: typeOf[cursorOut](),
-			desc: "Where the mouse pointer is now: in the last screenshot's pixels (the space act's x and y are in) and in screen pixels.",
+			desc: "Where the mouse pointer is now: in the last screenshot's pixels (the space act's x and y are in) and in screen pixels. " +
+				"With desktop, that desktop's own pointer and its last screenshot.",
+			args: []arg{desktopArg},
 		}, t.cursorPosition),
 		typedTool(tool{name: "screen", readOnly: true, idempotent: true, out: typeOf[wire.ScreenResult](),
-			desc: "Describe the display: size, monitors, keyboard layout, whether agentd allows acting on it, the kill switch, and which caller holds it now.",
+			desc: "Describe the display: size, monitors, keyboard layout, whether agentd allows acting on it, the kill switch, and which caller holds it now. " +
+				"With desktop, that desktop's.",
+			args: []arg{desktopArg},
+		}, func(ctx context.Context, in targetIn) *mcp.CallToolResult {
+			return deskCall(ctx, t, in.Desktop, func(c *wire.Client) (*wire.ScreenResult, error) {
+				return c.ScreenOf(ctx, wire.ScreenParams{Desktop: in.Desktop})
+			}, nil)
+		}),
+		typedTool(tool{name: "desktops", readOnly: true, idempotent: true, out: typeOf[wire.DesktopListResult](),
+			desc: "List the agent desktops: name, status (running, dead, unresponsive), X display, size, window manager, keyboard layout, the session it was made for, and whether a batch runs on it. " +
+				desktopIs + " Give a desktop's name as the desktop argument of screenshot, act, zoom, cursor_position, screen and spawn.",
 		}, func(ctx context.Context, _ noIn) *mcp.CallToolResult {
-			return call(ctx, t, func(c *wire.Client) (*wire.ScreenResult, error) { return c.Screen(ctx) }, nil)
+			return call(ctx, t, func(c *wire.Client) (*wire.DesktopListResult, error) { return c.DesktopList(ctx) },
+				func(r *wire.DesktopListResult) string {
+					if len(r.Desktops) == 0 {
+						return "no desktops (desktop_new makes one)"
+					}
+					var rows []string
+					for _, d := range r.Desktops {
+						row := fmt.Sprintf("%s (%s): display %s, %dx%d, wm %s, layout %s", d.Name, d.Status, d.Display, d.Width, d.Height, d.WM, d.Layout)
+						if d.Reason != "" {
+							row += ", " + d.Reason
+						}
+						rows = append(rows, row)
+					}
+					return fmt.Sprintf("%d desktops:\n%s", len(r.Desktops), strings.Join(rows, "\n"))
+				})
 		}),
 		typedTool(tool{name: "channels", readOnly: true, idempotent: true, out: typeOf[wire.ChannelListResult](),
 			desc: "List agentd's channels: which session each is bound to (a Claude Code session with the agentd channel), its listener, queue and counts. push sends to one.",
@@ -461,12 +554,15 @@ func (t *tools) list() []tool {
 				{"cwd", map[string]any{"type": "string", "description": "working directory, absolute; the user's home when omitted"}, false},
 				{"env", map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "variables added to the program's environment"}, false},
 				{"cols", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal columns (default 120)"}, false},
-				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal rows (default 40)"}, false}},
+				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal rows (default 40)"}, false},
+				{"desktop", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
+					"description": "start the program on this agent desktop (it gets its DISPLAY and XAUTHORITY), or \"new\" for a desktop made for this session and removed with it. " + desktopIs}, false},
+				{"keep_desktop", map[string]any{"type": "boolean", "description": "with desktop \"new\": keep the desktop when the session ends"}, false}},
 		}, func(ctx context.Context, in spawnIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "spawn"); r != nil {
 				return r
 			}
-			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Spawn(ctx, wire.SpawnParams(in)) }, nil)
+			return deskCall(ctx, t, in.Desktop, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Spawn(ctx, wire.SpawnParams(in)) }, nil)
 		}),
 		typedTool(tool{name: "ask", destructive: true, openWorld: true, out: typeOf[wire.AskResult](),
 			desc: acting("Type a question into a running session (waiting for its prompt, pressing Enter) and answer what the program printed in reply, " +
@@ -554,21 +650,106 @@ func (t *tools) list() []tool {
 			desc: acting(fmt.Sprintf("Perform a batch of input on the X11 screen, in order, then return a screenshot of the result (like screenshot's). "+
 				"x and y are pixels of the LAST SCREENSHOT THIS SERVER RETURNED (not the physical screen); the server converts them with that image's scale, "+
 				"and a point outside that image is refused. Take a screenshot first. At most %d actions per batch (a double click counts as two, a triple_click as three, "+
-				"a left_click_drag as eight) and %d typed characters; one batch at a time for the whole desktop. "+
+				"a left_click_drag as eight) and %d typed characters; one batch at a time per display. "+
+				"desktop acts on an agent desktop instead of the user's display: its last screenshot's pixels, its own pointer and keyboard, no consent per batch (the user's kill switch still stops it). "+
 				"Kinds: click {x, y, button left|right|middle, double}, triple_click {x, y} (selects a line), left_click_drag {x, y, to_x, to_y} (press at x,y, move, release at to_x,to_y), "+
 				"move {x, y}, down/up {button, optional x, y}, "+
 				"type {text: any Unicode, \\n is Enter}, key {key: e.g. enter, esc, tab, ctrl+s, ctrl+shift+t, alt+f4, f5, a; modifiers}, "+
 				"scroll {direction up|down|left|right, amount 1-20 (default 3), optional x, y}, wait {ms up to 5000, default 350}, focus {application: a window's name or title}. "+
 				"modifiers are held for key only (a click or scroll with a key held is not available). "+
-				"If the screen does not change after the same batch three times in a row, the fourth is refused: look again or change approach. "+
+				"If the screen does not change after the same batch three times in a row, the fourth is refused (counted per display): look again or change approach. "+
 				"The user can stop a batch by pushing the pointer into a screen corner; cancelling the call stops it too.", wire.MaxActions, wire.MaxTypedChars)),
-			args: []arg{
+			args: []arg{desktopArg,
 				{"actions", map[string]any{"type": "array", "minItems": 1, "maxItems": wire.MaxActions, "items": actionSchema(),
 					"description": "the actions, run in order"}, true},
 				{"observe", map[string]any{"type": "boolean", "description": "return a screenshot after the batch (default true)"}, false},
 				{"settle_ms", map[string]any{"type": "number", "minimum": 0, "maximum": 5000, "description": "milliseconds to wait before that screenshot (default 300)"}, false}},
 		}, t.act),
+		typedTool(tool{name: "desktop_new", out: typeOf[wire.DesktopRow](),
+			desc: acting("Make an agent desktop and answer once it can be screenshot (well under a second). " + desktopIs +
+				" Then give its name as the desktop argument of screenshot, act, spawn and the other screen tools; desktop_rm ends it. " +
+				"agentd must allow desktops (desktops = true in its config)."),
+			args: []arg{
+				{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$", "not": map[string]any{"const": "new"},
+					"description": "its name: lower-case letters, digits, '.', '_' and '-', at most 63 (not \"new\"); desktop-N when omitted"}, false},
+				{"size", map[string]any{"type": "string", "pattern": "^[0-9]{3,4}x[0-9]{3,4}$", "description": "WIDTHxHEIGHT, each side 320 to 7680 (default 1280x800)"}, false},
+				{"wm", map[string]any{"type": "string", "enum": []string{wire.WMOpenbox, wire.WMNone}, "description": "window manager: openbox (default) or none"}, false},
+				{"layout", map[string]any{"type": "string", "minLength": 1, "description": "XKB keyboard layout, e.g. us (default), de, fr"}, false}},
+		}, func(ctx context.Context, in desktopNewIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "desktop_new"); r != nil {
+				return r
+			}
+			return deskCall(ctx, t, "", func(c *wire.Client) (*wire.DesktopRow, error) { return c.DesktopNew(ctx, wire.DesktopNewParams(in)) },
+				func(d *wire.DesktopRow) string {
+					return fmt.Sprintf("desktop %s is running: display %s, %dx%d, wm %s, layout %s. Give desktop %q to screenshot, act or spawn.",
+						d.Name, d.Display, d.Width, d.Height, d.WM, d.Layout, d.Name)
+				})
+		}),
+		typedTool(tool{name: "desktop_rm", destructive: true, idempotent: true, out: typeOf[desktopRmOut](),
+			desc: acting("End an agent desktop: its X server, window manager and every program on it, and remove its files. " +
+				"Refused while a batch runs on it unless force."),
+			args: []arg{{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$", "description": "the desktop's name, as desktops lists it"}, true},
+				{"force", map[string]any{"type": "boolean", "description": "remove it even while a batch runs on it (the batch fails)"}, false}},
+		}, func(ctx context.Context, in desktopRmIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "desktop_rm"); r != nil {
+				return r
+			}
+			return call(ctx, t, func(c *wire.Client) (desktopRmOut, error) {
+				if err := c.DesktopRm(ctx, wire.DesktopRmParams(in)); err != nil {
+					return desktopRmOut{}, err
+				}
+				t.forget(in.Name)
+				return desktopRmOut{Name: in.Name, Removed: true}, nil
+			}, func(r desktopRmOut) string { return "removed desktop " + r.Name })
+		}),
 	}
+}
+
+// deskCall is call for a tool aimed at desktop (empty: the user's display,
+// or no target): its refusal carries deskHint's fix.
+func deskCall[R any](ctx context.Context, t *tools, desktop string, f func(c *wire.Client) (R, error), text func(R) string) *mcp.CallToolResult {
+	res := call(ctx, t, f, text)
+	return deskHint(res, desktop)
+}
+
+// deskHint adds the fix to a refusal about desktops: for a desktop target
+// that does not exist or is dead, the tools that fix it; for desktops
+// turned off in agentd, that only the user can turn them on.
+func deskHint(res *mcp.CallToolResult, desktop string) *mcp.CallToolResult {
+	if !res.IsError {
+		return res
+	}
+	b, ok := res.StructuredContent.(refusalBody)
+	if !ok || strings.Contains(b.Reason, "desktop_new") {
+		return res
+	}
+	switch {
+	case b.Code == string(wire.CodeScreenUnavailable) && desktop != "" && desktop != "new":
+		b.Reason += fmt.Sprintf("; the desktops tool lists the desktops there are, and desktop_new (name %q) makes this one", desktop)
+	case b.Code == string(wire.CodeRefused) && strings.HasPrefix(b.Reason, "desktops are disabled"):
+		b.Reason += ". You cannot change agentd's config: ask the user to, or work on their display (omit desktop)"
+	default:
+		return res
+	}
+	return refusal(b.Code, b.Reason, b.Retryable, b.Details)
+}
+
+// deskMissing is the refusal for a desktop target that cannot be used (it
+// does not exist, is dead, or desktops are off), or nil when it can; a
+// call that would otherwise say "take a screenshot first" asks this
+// first, so the model learns the real fix.
+func (t *tools) deskMissing(ctx context.Context, desktop string) *mcp.CallToolResult {
+	if desktop == "" {
+		return nil
+	}
+	c, err := t.conn(ctx)
+	if err != nil {
+		return failure(err)
+	}
+	if _, err := c.ScreenOf(ctx, wire.ScreenParams{Desktop: desktop}); err != nil {
+		return deskHint(failure(err), desktop)
+	}
+	return nil
 }
 
 // actionSchema is the schema of one act action.
@@ -614,7 +795,7 @@ func (t *tools) daemonDown(ctx context.Context) string {
 // modelShot completes screenshot params for a model: JPEG unless PNG is
 // asked for, scaled into the model box.
 func (t *tools) modelShot(ctx context.Context, c *wire.Client, in screenshotIn) (wire.ScreenshotParams, error) {
-	p := wire.ScreenshotParams{Format: "jpeg", Region: in.Region, Monitor: in.Monitor}
+	p := wire.ScreenshotParams{Desktop: in.Desktop, Format: "jpeg", Region: in.Region, Monitor: in.Monitor}
 	if in.Format == "png" {
 		p.Format = "png"
 	} else if in.Format != "" && in.Format != "jpeg" {
@@ -629,7 +810,7 @@ func (t *tools) modelShot(ctx context.Context, c *wire.Client, in screenshotIn) 
 		w, h = r.Width, r.Height
 	} else {
 		// The area's size decides the scale: ask the display for it.
-		scr, err := c.Screen(ctx)
+		scr, err := c.ScreenOf(ctx, wire.ScreenParams{Desktop: in.Desktop})
 		if err != nil {
 			return p, err
 		}
@@ -665,14 +846,15 @@ func imageOf(s *wire.ScreenshotResult) *mcp.ImageContent {
 	return &mcp.ImageContent{Data: s.Image, MIMEType: "image/" + s.Format}
 }
 
-// remember makes s the image the model last saw.
+// remember makes s the image the model last saw of p's target.
 func (t *tools) remember(s *wire.ScreenshotResult, p wire.ScreenshotParams) (changed bool) {
 	sum := sha256.Sum256(s.Image)
 	t.smu.Lock()
 	defer t.smu.Unlock()
+	v := t.viewOf(p.Desktop)
 	sp := spaceOf(s)
-	changed = t.seen == nil || sum != t.imageHash || *t.seen != sp
-	t.seen, t.shot, t.imageHash = &sp, p, sum
+	changed = v.seen == nil || sum != v.imageHash || *v.seen != sp
+	v.seen, v.shot, v.imageHash = &sp, p, sum
 	return changed
 }
 
@@ -683,18 +865,22 @@ func (t *tools) screenshot(ctx context.Context, in screenshotIn) *mcp.CallToolRe
 	}
 	p, err := t.modelShot(ctx, c, in)
 	if err != nil {
-		return failure(err)
+		return deskHint(failure(err), in.Desktop)
 	}
 	s, err := c.Screenshot(ctx, p)
 	if err != nil {
-		return failure(err)
+		return deskHint(failure(err), in.Desktop)
 	}
 	if t.remember(s, p) {
 		t.smu.Lock()
-		t.guard.reset()
+		t.viewOf(in.Desktop).guard.reset()
 		t.smu.Unlock()
 	}
-	return answer(shotResult(s), shotText(s), imageOf(s))
+	text := shotText(s)
+	if in.Desktop != "" {
+		text = "desktop " + in.Desktop + ": " + text + " Give act the same desktop."
+	}
+	return answer(shotResult(s), text, imageOf(s))
 }
 
 // shotText tells the model which space the image is in.
@@ -711,11 +897,16 @@ func shotText(s *wire.ScreenshotResult) string {
 // zoom shows part of the last image at up to the screen's resolution,
 // without making it the space act's coordinates are in.
 func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
-	t.smu.Lock()
-	seen := t.seen
-	t.smu.Unlock()
+	seen := t.seenOf(in.Desktop)
 	if seen == nil {
-		return refusal(codeBadArgs, "take a screenshot first: zoom's x, y, width and height are pixels of the last screenshot, and there is none yet", false, nil)
+		if r := t.deskMissing(ctx, in.Desktop); r != nil {
+			return r
+		}
+		what := "take a screenshot first: zoom's x, y, width and height are pixels of the last screenshot, and there is none yet"
+		if in.Desktop != "" {
+			what = fmt.Sprintf("take a screenshot of desktop %q first (screenshot with desktop %q): zoom's x, y, width and height are pixels of its last screenshot, and there is none yet", in.Desktop, in.Desktop)
+		}
+		return refusal(codeBadArgs, what, false, nil)
 	}
 	x1, y1 := in.X+in.Width-1, in.Y+in.Height-1
 	if in.Width < 1 {
@@ -737,13 +928,13 @@ func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
 	if err != nil {
 		return failure(err)
 	}
-	p, err := t.modelShot(ctx, c, screenshotIn{Region: region, Format: in.Format})
+	p, err := t.modelShot(ctx, c, screenshotIn{Desktop: in.Desktop, Region: region, Format: in.Format})
 	if err != nil {
-		return failure(err)
+		return deskHint(failure(err), in.Desktop)
 	}
 	s, err := c.Screenshot(ctx, p)
 	if err != nil {
-		return failure(err)
+		return deskHint(failure(err), in.Desktop)
 	}
 	text := fmt.Sprintf("zoom of %gx%g pixels at %g,%g of the last screenshot (screen area %d,%d %dx%d), as a %dx%d %s. act's x and y are still pixels of the last screenshot, not of this zoom.",
 		in.Width, in.Height, in.X, in.Y, s.Area.X, s.Area.Y, s.Area.Width, s.Area.Height, s.Width, s.Height, s.Format)
@@ -758,19 +949,17 @@ func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
 
 // cursorPosition reads the pointer (a 1x1 screenshot carries it) and puts
 // it in the last image's pixels.
-func (t *tools) cursorPosition(ctx context.Context, _ noIn) *mcp.CallToolResult {
+func (t *tools) cursorPosition(ctx context.Context, in targetIn) *mcp.CallToolResult {
 	c, err := t.conn(ctx)
 	if err != nil {
 		return failure(err)
 	}
-	s, err := c.Screenshot(ctx, wire.ScreenshotParams{Format: "png", Region: &wire.Region{X: 0, Y: 0, Width: 1, Height: 1}})
+	s, err := c.Screenshot(ctx, wire.ScreenshotParams{Desktop: in.Desktop, Format: "png", Region: &wire.Region{X: 0, Y: 0, Width: 1, Height: 1}})
 	if err != nil {
-		return failure(err)
+		return deskHint(failure(err), in.Desktop)
 	}
 	out := cursorOut{Screen: s.Pointer}
-	t.smu.Lock()
-	seen := t.seen
-	t.smu.Unlock()
+	seen := t.seenOf(in.Desktop)
 	text := fmt.Sprintf("pointer at screen %d,%d", s.Pointer.X, s.Pointer.Y)
 	switch {
 	case seen == nil:
@@ -888,7 +1077,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		// fixes both at once.
 		if c, err := t.conn(ctx); err != nil {
 			reason += ". Also: " + err.Error()
-		} else if scr, err := c.Screen(ctx); err == nil && !scr.AllowAct {
+		} else if scr, err := c.Screen(ctx); err == nil && !scr.AllowAct && in.Desktop == "" {
 			reason += ". agentd does not allow acting on the screen either: it must also be started with --allow-act (or allow_act = true in its config.toml)"
 		}
 		return refusal(codeDisabled, reason, false, nil)
@@ -898,8 +1087,9 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	}
 	key, _ := json.Marshal(in)
 	t.smu.Lock()
-	seen, shot, lastHash := t.seen, t.shot, t.imageHash
-	allowed := t.guard.allow(string(key))
+	v := t.viewOf(in.Desktop)
+	seen, shot, lastHash := v.seen, v.shot, v.imageHash
+	allowed := v.guard.allow(string(key))
 	t.smu.Unlock()
 	if !allowed && seen != nil {
 		// The guard is about a screen that does not change: look once more
@@ -907,7 +1097,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		if c, err := t.conn(ctx); err == nil {
 			if s, err := c.Screenshot(ctx, shot); err == nil && sha256.Sum256(s.Image) != lastHash {
 				t.smu.Lock()
-				t.guard.reset()
+				t.viewOf(in.Desktop).guard.reset()
 				t.smu.Unlock()
 				allowed = true
 			}
@@ -915,17 +1105,28 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	}
 	if !allowed {
 		t.smu.Lock()
-		nth, unchanged := t.guard.refuse()
+		nth, unchanged := t.viewOf(in.Desktop).guard.refuse()
 		t.smu.Unlock()
-		return refusal(string(wire.CodeRefused), fmt.Sprintf("loop guard: this is the %s batch in a row with the same actions, and the screen did not change after the last %d that ran. "+
-			"Take a screenshot and look again, or change approach (other coordinates, a key instead of a click, another tool)", ordinal(nth), unchanged), false, nil)
+		look := "Take a screenshot and look again"
+		if in.Desktop != "" {
+			look = fmt.Sprintf("Take a screenshot of it (desktop %q) and look again", in.Desktop)
+		}
+		return refusal(string(wire.CodeRefused), fmt.Sprintf("loop guard on %s: this is the %s batch in a row with the same actions, and the screen did not change after the last %d that ran. "+
+			"%s, or change approach (other coordinates, a key instead of a click, another tool)", targetName(in.Desktop), ordinal(nth), unchanged, look), false, nil)
 	}
 	hasPoint := false
 	for _, a := range in.Actions {
 		hasPoint = hasPoint || a.X != nil || a.Y != nil
 	}
 	if hasPoint && seen == nil {
-		return refusal(codeBadArgs, "take a screenshot first: act's x and y are pixels of the last screenshot this server returned, and it has returned none yet", false, nil)
+		if r := t.deskMissing(ctx, in.Desktop); r != nil {
+			return r
+		}
+		what := "take a screenshot first: act's x and y are pixels of the last screenshot this server returned, and it has returned none yet"
+		if in.Desktop != "" {
+			what = fmt.Sprintf("take a screenshot of desktop %q first (screenshot with desktop %q): act's x and y are pixels of that desktop's last screenshot this server returned, and it has returned none yet", in.Desktop, in.Desktop)
+		}
+		return refusal(codeBadArgs, what, false, nil)
 	}
 	var sp space
 	if seen != nil {
@@ -935,7 +1136,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	if err != nil {
 		return refusal(codeBadArgs, err.Error(), false, nil)
 	}
-	p := wire.ActParams{Actions: actions, Observe: in.Observe, SettleMS: in.SettleMS}
+	p := wire.ActParams{Desktop: in.Desktop, Actions: actions, Observe: in.Observe, SettleMS: in.SettleMS}
 	c, err := t.conn(ctx)
 	if err != nil {
 		return failure(err)
@@ -943,17 +1144,20 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	observe := in.Observe == nil || *in.Observe
 	if observe {
 		if seen == nil {
-			if shot, err = t.modelShot(ctx, c, screenshotIn{}); err != nil {
-				return failure(err)
+			if shot, err = t.modelShot(ctx, c, screenshotIn{Desktop: in.Desktop}); err != nil {
+				return deskHint(failure(err), in.Desktop)
 			}
 		}
-		p.Screenshot = &shot
+		// The batch's own desktop applies to its observation.
+		obs := shot
+		obs.Desktop = ""
+		p.Screenshot = &obs
 	}
 	// A connection of its own: cancelling the call stops the batch.
 	r, err := long(ctx, t, func(c *wire.Client) (*wire.ActResult, error) { return c.Act(ctx, p) })
 	if err != nil {
-		res := failure(withoutImage(err))
-		if errors.Is(err, wire.ErrRefused) {
+		res := deskHint(failure(withoutImage(err)), in.Desktop)
+		if errors.Is(err, wire.ErrRefused) && in.Desktop == "" {
 			// The kill switch or the daemon's consent: say which.
 			if scr, serr := c.Screen(ctx); serr == nil && !scr.AllowAct {
 				b := res.StructuredContent.(refusalBody)
@@ -985,7 +1189,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 		}
 	}
 	t.smu.Lock()
-	t.guard.ran(string(key), changed)
+	t.viewOf(in.Desktop).guard.ran(string(key), changed)
 	t.smu.Unlock()
 	return answer(out, text, extra...)
 }

@@ -83,6 +83,8 @@ async function cancel() {
   // then the next ask must not wait for the cancelled ask's lock, which
   // would hold 30 s and answer lock_timeout.
   await okCall('send', { name: session, keys: ['ctrl+c'] });
+  // Only once Python took the interrupt: an ask typed before it is thrown away with it.
+  await awaitCond('KeyboardInterrupt in the session log', 20000, async () => (await logsText()).includes('KeyboardInterrupt'));
   const r = await okCall('ask', { name: session, text: "print('after', 6*7)", until: 'after 42', lock_timeout_ms: 10000, timeout_ms: 20000 });
   if (!text(r).includes('after 42')) fail('the next ask answered ' + text(r));
   ok('the next ask answered at once: ' + text(r).trim().slice(0, 40));
@@ -120,7 +122,8 @@ async function schemas() {
       if (typeof a[k] !== 'boolean' && !(k === 'readOnlyHint' && a[k] === undefined)) fail(`${t.name}: ${k} is ${a[k]}, want a boolean`);
     }
   }
-  const want = { spawn: [false, false], ask: [false, true], act: [false, true], rm: [false, true], list: [true, false], wait: [true, false] };
+  const want = { spawn: [false, false], ask: [false, true], act: [false, true], rm: [false, true], list: [true, false], wait: [true, false],
+    desktops: [true, false], desktop_new: [false, false], desktop_rm: [false, true] };
   for (const [name, [ro, destr]] of Object.entries(want)) {
     const a = tools.find((t) => t.name === name).annotations;
     if (!!a.readOnlyHint !== ro || a.destructiveHint !== destr) fail(`${name} annotations ${JSON.stringify(a)}`);
@@ -138,6 +141,13 @@ async function schemas() {
     ['status', { name: 'nobody' }], ['logs', { name: session, limit: 0 }], ['spawn', { name: 'x', argv: ['sh'], cols: 0 }],
     ['push', { session: 'nobody', message: 'hi' }], ['act', { actions: [{ kind: 'click', x: 1, y: 1, modifiers: ['ctrl'] }] }],
     ['act', { actions: [{ kind: 'left_click_drag', x: 1, y: 1, to_x: 99999, to_y: 1 }] }],
+    // Desktops (the daemon runs with desktops = true): made, used, removed,
+    // and then a desktop that does not exist.
+    ['desktop_new', { name: 'sd1', size: '640x480', wm: 'none' }], ['desktops', {}], ['screen', { desktop: 'sd1' }],
+    ['screenshot', { desktop: 'sd1' }], ['act', { desktop: 'sd1', actions: [{ kind: 'move', x: 5, y: 5 }] }],
+    ['zoom', { desktop: 'sd1', x: 0, y: 0, width: 64, height: 48 }], ['cursor_position', { desktop: 'sd1' }],
+    ['desktop_new', { name: 'sd1' }], ['desktop_rm', { name: 'sd1' }], ['screenshot', { desktop: 'sd1' }],
+    ['act', { desktop: 'sd1', actions: [{ kind: 'key', key: 'a' }] }], ['desktop_rm', { name: 'sd1' }],
   ];
   const called = new Set();
   for (const [name, args] of calls) {
