@@ -1,0 +1,216 @@
+package desktop
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func needXvnc(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("Xvnc"); err != nil {
+		t.Skip("Xvnc is not installed (Debian package tigervnc-standalone-server)")
+	}
+}
+
+// rfbServerInit does a whole RFB 3.8 handshake with security type None on
+// the socket and returns the framebuffer's size from ServerInit.
+func rfbServerInit(t *testing.T, path string) (w, h int) {
+	t.Helper()
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	ver := make([]byte, 12)
+	if _, err := io.ReadFull(r, ver); err != nil || string(ver) != "RFB 003.008\n" {
+		t.Fatalf("RFB version %q, %v; want \"RFB 003.008\\n\"", ver, err)
+	}
+	c.Write([]byte("RFB 003.008\n"))
+	n, err := r.ReadByte()
+	if err != nil || n == 0 {
+		t.Fatalf("security types: count %d, %v", n, err)
+	}
+	types := make([]byte, n)
+	io.ReadFull(r, types)
+	if !strings.Contains(string(types), "\x01") {
+		t.Fatalf("security types %v do not offer None (1)", types)
+	}
+	c.Write([]byte{1})
+	var result uint32
+	if err := binary.Read(r, binary.BigEndian, &result); err != nil || result != 0 {
+		t.Fatalf("security result %d, %v", result, err)
+	}
+	c.Write([]byte{1}) // ClientInit: shared
+	var init struct {
+		W, H   uint16
+		Format [16]byte
+		Len    uint32
+	}
+	if err := binary.Read(r, binary.BigEndian, &init); err != nil {
+		t.Fatalf("ServerInit: %v", err)
+	}
+	return int(init.W), int(init.H)
+}
+
+// tcpInodes are the socket inodes of every TCP socket (IPv4 and IPv6).
+func tcpInodes(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if fs := strings.Fields(line); len(fs) > 9 {
+				out[fs[9]] = true
+			}
+		}
+	}
+	return out
+}
+
+// socketInodes are the socket inodes pid holds open.
+func socketInodes(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		l, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"))
+		}
+	}
+	return out
+}
+
+func TestXvncDesktopServesRFBOnlyOnItsSocket(t *testing.T) {
+	needXvnc(t)
+	t.Parallel()
+	m := newManager(t, 1430, 1444, nil)
+	// The default is Xvnc when it is installed.
+	d, err := m.New(context.Background(), Spec{Name: "v1", WM: WMNone, Width: 1024, Height: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Kind() != ServerXvnc || d.RFB != filepath.Join(m.path("v1"), rfbName) {
+		t.Fatalf("desktop %+v, want xvnc with its RFB socket in its directory", d)
+	}
+	st, err := os.Lstat(d.RFB)
+	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("RFB socket %s: %v %v, want a socket of mode 0600", d.RFB, st, err)
+	}
+	if dst, err := os.Stat(filepath.Dir(d.RFB)); err != nil || dst.Mode().Perm() != 0o700 {
+		t.Fatalf("the RFB socket's directory: %v %v, want 0700", dst, err)
+	}
+	if w, h := rfbServerInit(t, d.RFB); w != 1024 || h != 700 {
+		t.Errorf("ServerInit says %dx%d, want 1024x700", w, h)
+	}
+	// The same X access rules as Xvfb: the cookie, never -ac.
+	cookie, err := readCookie(d.Authority)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(d.Number, cookie, time.Second); err != nil {
+		t.Fatalf("probe with the cookie: %v", err)
+	}
+	if err := probe(d.Number, nil, time.Second); !errors.Is(err, errNotOurs) {
+		t.Fatalf("probe without a cookie: %v, want refused", err)
+	}
+	// No TCP socket at all in the server: neither RFB nor X.
+	tcp := tcpInodes(t)
+	socks := socketInodes(t, d.Server.PID)
+	if len(socks) == 0 {
+		t.Fatal("the server holds no sockets; the check would prove nothing")
+	}
+	for _, s := range socks {
+		if tcp[s] {
+			t.Errorf("the Xvnc server (pid %d) holds TCP socket inode %s", d.Server.PID, s)
+		}
+	}
+	if ls := m.List(); len(ls) != 1 || ls[0].Status != StatusRunning || ls[0].RFB != d.RFB {
+		t.Fatalf("list %+v", ls)
+	}
+	if err := m.Remove(context.Background(), "v1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{socketPath(d.Number), lockPath(d.Number), d.Authority, d.RFB, filepath.Dir(d.Authority)} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left after rm (%v)", p, err)
+		}
+	}
+	for _, p := range []member{d.Worker, d.Server, d.DBus} {
+		if p.PID > 0 && p.alive(0) {
+			t.Errorf("process %d is left after rm", p.PID)
+		}
+	}
+}
+
+// TestXvncKilledLeavesNoRFBSocket: a server killed by hand (it cannot
+// unlink its socket) is noticed and its RFB socket removed.
+func TestXvncKilledLeavesNoRFBSocket(t *testing.T) {
+	needXvnc(t)
+	t.Parallel()
+	m := newManager(t, 1445, 1454, nil)
+	d, err := m.New(context.Background(), Spec{Name: "v2", WM: WMNone, Server: ServerXvnc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(d.Server.PID, syscall.SIGKILL)
+	await(t, "the desktop marked dead", 10*time.Second, func() bool {
+		g, err := m.Get("v2")
+		return err == nil && g.Status == StatusDead
+	})
+	for _, p := range []string{d.RFB, socketPath(d.Number), lockPath(d.Number), d.Authority} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left after the server was killed (%v)", p, err)
+		}
+	}
+}
+
+func TestServerChoiceAndBadInput(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, 1455, 1459, func(o *Options) { o.Xvnc = "/nonexistent/Xvnc" })
+	if _, err := m.New(context.Background(), Spec{Server: "vnc"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "xvfb or xvnc") {
+		t.Errorf("unknown server: %v", err)
+	}
+	_, err := m.New(context.Background(), Spec{Server: ServerXvnc, WM: WMNone})
+	if !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "tigervnc-standalone-server") {
+		t.Errorf("xvnc asked for but not installed: %v, want the package named", err)
+	}
+	if ls := m.List(); len(ls) != 0 {
+		t.Errorf("left behind: %+v", ls)
+	}
+	// Without Xvnc the default is Xvfb.
+	needXvfb(t)
+	d, err := m.New(context.Background(), Spec{Name: "f1", WM: WMNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Kind() != ServerXvfb || d.RFB != "" {
+		t.Errorf("desktop %+v, want xvfb without an RFB socket", d)
+	}
+	// And the config's default overrides the pick.
+	m2 := newManager(t, 1460, 1464, func(o *Options) { o.DefaultServer = ServerXvfb })
+	if kind, _, err := m2.pickServer(""); err != nil || kind != ServerXvfb {
+		t.Errorf("DefaultServer xvfb: %s %v", kind, err)
+	}
+}
