@@ -224,7 +224,7 @@ func (h *desktopHub) acting(name string) bool {
 
 func desktopRow(h *desktopHub, dk *desktop.Desktop) wire.DesktopRow {
 	return wire.DesktopRow{Name: dk.Name, Status: wire.DesktopStatus(dk.Status), Reason: dk.Reason, Display: dk.Display,
-		Width: dk.Width, Height: dk.Height, WM: dk.WM, Layout: dk.Layout, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
+		Width: dk.Width, Height: dk.Height, WM: dk.WM, Layout: dk.Layout, Server: dk.Kind(), RFB: dk.RFB, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
 		Session: dk.Session, Keep: dk.Keep, WorkerPID: dk.Worker.PID, ServerPID: dk.Server.PID, Acting: h.acting(dk.Name)}
 }
 
@@ -245,7 +245,7 @@ func (d *Daemon) newDesktop(ctx context.Context, p wire.DesktopNewParams, forSes
 		return nil, errDesktopsOff
 	}
 	d.desktops.mgr.SetMax(d.live.Load().MaxDesktops) // a reload since the last sweep
-	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Session: forSession, Keep: keep}
+	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Server: p.Server, Session: forSession, Keep: keep}
 	if p.Size != "" {
 		w, h, err := desktop.ParseSize(p.Size)
 		if err != nil {

@@ -40,14 +40,23 @@ const (
 	WMNone    = "none"
 )
 
+// X servers a desktop can run on: Xvnc (TigerVNC: framebuffer, RandR
+// and RFB in one process) or Xvfb.
+const (
+	ServerXvfb = "xvfb"
+	ServerXvnc = "xvnc"
+)
+
 // DesktopNewParams ask for a desktop. Name empty picks "desktop-N"; Size
 // is "WxH" with each side 320-7680 (default 1280x800); WM is openbox (the
-// default) or none; Layout is an XKB keyboard layout (default us).
+// default) or none; Layout is an XKB keyboard layout (default us); Server
+// is xvnc or xvfb (default: Xvnc when installed, else Xvfb).
 type DesktopNewParams struct {
 	Name   string `json:"name,omitempty"`
 	Size   string `json:"size,omitempty"`
 	WM     string `json:"wm,omitempty"`
 	Layout string `json:"layout,omitempty"`
+	Server string `json:"server,omitempty"`
 }
 
 // DesktopRow is one desktop.
@@ -60,6 +69,11 @@ type DesktopRow struct {
 	Height  int           `json:"height"`
 	WM      string        `json:"wm"`
 	Layout  string        `json:"layout"`
+	// Server is the desktop's X server: xvnc or xvfb.
+	Server string `json:"server"`
+	// RFB is the Unix socket (mode 0600) on which an Xvnc desktop serves
+	// RFB, for a viewer; "" for Xvfb.
+	RFB string `json:"rfb,omitempty"`
 	// Authority is the desktop's cookie file, what XAUTHORITY must name
 	// for a program to open windows on it.
 	Authority string    `json:"authority,omitempty"`

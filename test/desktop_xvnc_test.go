@@ -1,0 +1,151 @@
+package test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	img "image"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/pkg/wire"
+)
+
+// rfbSize does an RFB 3.8 handshake with security type None on the Unix
+// socket and returns the framebuffer size ServerInit gives.
+func rfbSize(t *testing.T, path string) (int, int) {
+	t.Helper()
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	ver := make([]byte, 12)
+	if _, err := io.ReadFull(r, ver); err != nil || string(ver) != "RFB 003.008\n" {
+		t.Fatalf("RFB version %q, %v", ver, err)
+	}
+	c.Write(ver)
+	n, _ := r.ReadByte()
+	types := make([]byte, n)
+	io.ReadFull(r, types)
+	if !strings.Contains(string(types), "\x01") {
+		t.Fatalf("security types %v lack None", types)
+	}
+	c.Write([]byte{1})
+	var res uint32
+	if err := binary.Read(r, binary.BigEndian, &res); err != nil || res != 0 {
+		t.Fatalf("security result %d %v", res, err)
+	}
+	c.Write([]byte{1})
+	var wh [2]uint16
+	if err := binary.Read(r, binary.BigEndian, &wh); err != nil {
+		t.Fatalf("ServerInit: %v", err)
+	}
+	return int(wh[0]), int(wh[1])
+}
+
+// TestXvncDesktopWorksAsXvfbDoes: an Xvnc desktop and an Xvfb one side
+// by side, a Tk program on each; screenshots show each one's window and
+// typed text arrives byte-exact on both; the Xvnc one serves RFB on its
+// 0600 socket with its size, ls shows the server and the socket, and rm
+// leaves no RFB socket.
+func TestXvncDesktopWorksAsXvfbDoes(t *testing.T) {
+	needDesktopTools(t, "Xvnc", "wish")
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	h.cleanDesktops()
+	v := h.newDesktop("v", "--wm", "none", "--size", "800x600") // Xvnc by default: it is installed
+	f := h.newDesktop("f", "--wm", "none", "--server", "xvfb")
+	if v.Server != wire.ServerXvnc || v.RFB == "" || f.Server != wire.ServerXvfb || f.RFB != "" {
+		t.Fatalf("desktops %+v %+v, want v on xvnc with an RFB socket, f on xvfb without", v, f)
+	}
+	st, err := os.Lstat(v.RFB)
+	if err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("RFB socket %s: %v %v", v.RFB, st, err)
+	}
+	if w, hh := rfbSize(t, v.RFB); w != 800 || hh != 600 {
+		t.Errorf("RFB ServerInit %dx%d, want 800x600", w, hh)
+	}
+	ls := h.ctl(0, "desktop", "ls")
+	if !strings.Contains(ls, "SERVER") || !strings.Contains(ls, "xvnc") || !strings.Contains(ls, "xvfb") || !strings.Contains(ls, v.RFB) {
+		t.Errorf("desktop ls does not show the servers and the RFB socket:\n%s", ls)
+	}
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "entry.tcl")
+	os.WriteFile(script, []byte(tkEntry), 0o600)
+	for _, d := range []wire.DesktopRow{v, f} {
+		typed := filepath.Join(dir, "typed-"+d.Name)
+		h.ctl(0, "spawn", "tk-"+d.Name, "--desktop", d.Name, "--env", "TYPED="+typed, "--env", "LC_ALL=C.UTF-8", "--", "wish", script)
+		shot := filepath.Join(dir, d.Name+".png")
+		await(t, 15*time.Second, "the Tk window on "+d.Name, func() bool {
+			h.ctl(0, "screenshot", "--desktop", d.Name, "-o", shot, "--force")
+			return redIn(t, shot, img.Rect(100, 100, 200, 200)) > 9000
+		})
+		text := "hello " + d.Server + " äöü Привет"
+		b, _ := json.Marshal(map[string]any{"observe": false, "actions": []map[string]any{
+			{"kind": "click", "x": 300, "y": 310}, {"kind": "type", "text": text}, {"kind": "key", "key": "Return"}}})
+		if out, errOut, code := h.agentctl(string(b), "act", "--desktop", d.Name, "-"); code != 0 {
+			t.Fatalf("act on %s: exit %d %s %s", d.Name, code, out, errOut)
+		}
+		await(t, 10*time.Second, "the typed text on "+d.Name, func() bool { b, _ := os.ReadFile(typed); return len(b) >= len(text) })
+		if b, _ := os.ReadFile(typed); string(b) != text {
+			t.Errorf("%s received %q, want %q", d.Name, b, text)
+		}
+	}
+
+	h.ctl(0, "desktop", "rm", "v")
+	num := strings.TrimPrefix(v.Display, ":")
+	for _, p := range []string{v.RFB, "/tmp/.X11-unix/X" + num, "/tmp/.X" + num + "-lock", v.Authority, filepath.Dir(v.Authority)} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left after desktop rm", p)
+		}
+	}
+	if alive(v.ServerPID) || alive(v.WorkerPID) {
+		t.Error("a process of the Xvnc desktop is left after rm")
+	}
+}
+
+// TestXvncBadInput: an unknown server is refused (2); Xvnc asked for but
+// not installed names its package (14).
+func TestXvncBadInput(t *testing.T) {
+	needDesktopTools(t)
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	h.cleanDesktops()
+	if _, errOut, code := h.agentctl("", "desktop", "new", "--server", "vnc", "--wm", "none"); code != 2 || !strings.Contains(errOut, "xvfb or xvnc") {
+		t.Errorf("--server vnc: exit %d %q, want 2 naming xvfb or xvnc", code, errOut)
+	}
+	// A PATH with Xvfb but no Xvnc: asked for, it names the package;
+	// by default the desktop is an Xvfb one.
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		t.Skip("Xvfb is not installed")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(xvfb, filepath.Join(bin, "Xvfb")); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHome(t)
+	h2.startDaemon([]string{"--desktops", "--display", "none"}, "PATH="+bin)
+	h2.cleanDesktops()
+	if _, errOut, code := h2.agentctl("", "desktop", "new", "--server", "xvnc", "--wm", "none"); code != 14 || !strings.Contains(errOut, "tigervnc-standalone-server") {
+		t.Errorf("xvnc not installed: exit %d %q, want 14 naming tigervnc-standalone-server", code, errOut)
+	}
+	if d := h2.newDesktop("plain", "--wm", "none"); d.Server != wire.ServerXvfb || d.RFB != "" {
+		t.Errorf("default without Xvnc: %+v, want xvfb", d)
+	}
+	if ls := h.desktops(); len(ls) != 0 {
+		t.Errorf("bad input left %+v", ls)
+	}
+}
