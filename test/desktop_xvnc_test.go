@@ -2,14 +2,17 @@ package test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	img "image"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +150,120 @@ func TestXvncBadInput(t *testing.T) {
 	}
 	if ls := h.desktops(); len(ls) != 0 {
 		t.Errorf("bad input left %+v", ls)
+	}
+}
+
+// bareXvnc starts Xvnc as a desktop's is started (explicit display,
+// -displayfd, -auth, no TCP, RFB on a 0600 Unix socket) and returns once
+// it wrote its number: the floor an Xvnc desktop's start is held to.
+func bareXvnc(b *testing.B, w, h int) (*exec.Cmd, time.Duration) {
+	b.Helper()
+	dir := b.TempDir()
+	auth := filepath.Join(dir, "auth")
+	os.WriteFile(auth, nil, 0o600)
+	for num := 1250; num < 1300; num++ {
+		if _, err := os.Lstat("/tmp/.X11-unix/X" + strconv.Itoa(num)); err == nil {
+			continue
+		}
+		if _, err := os.Lstat("/tmp/.X" + strconv.Itoa(num) + "-lock"); err == nil {
+			continue
+		}
+		r, wr, _ := os.Pipe()
+		cmd := exec.Command("Xvnc", ":"+strconv.Itoa(num), "-displayfd", "3", "-auth", auth, "-nolisten", "tcp", "-noreset",
+			"-geometry", fmt.Sprintf("%dx%d", w, h), "-depth", "24", "-rfbport", "-1", "-rfbunixpath", filepath.Join(dir, "rfb"),
+			"-rfbunixmode", "0600", "-SecurityTypes", "None")
+		cmd.ExtraFiles = []*os.File{wr}
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		wr.Close()
+		line, err := bufio.NewReader(r).ReadString('\n')
+		took := time.Since(start)
+		r.Close()
+		if err == nil && strings.TrimSpace(line) == strconv.Itoa(num) {
+			return cmd, took
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	b.Fatal("no free display for the bare Xvnc")
+	return nil, 0
+}
+
+// BenchmarkDesktopsXvnc measures, in one run: an Xvnc desktop's readiness
+// (new to the first screenshot) against a bare Xvnc -displayfd start and
+// against a bare Xvfb one, and the idle memory of an Xvnc desktop's whole
+// group against a bare idle Xvnc.
+//
+//	go test -run '^$' -bench DesktopsXvnc -benchtime 1x ./test
+func BenchmarkDesktopsXvnc(b *testing.B) {
+	for _, p := range []string{"Xvnc", "Xvfb"} {
+		if _, err := exec.LookPath(p); err != nil {
+			b.Skipf("%s is not installed", p)
+		}
+	}
+	h := newHomeTB(b)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	ctx := context.Background()
+	c, err := wire.Dial(ctx, h.socket, wire.ClientOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const rounds = 15
+	for range b.N {
+		var bareVnc, bareFb, none, openbox []time.Duration
+		for i := range rounds {
+			cmd, took := bareXvnc(b, 1280, 800)
+			bareVnc = append(bareVnc, took)
+			stopBare(cmd)
+			cmd, took = bareXvfb(b, "1280x800")
+			bareFb = append(bareFb, took)
+			stopBare(cmd)
+			for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
+				name := fmt.Sprintf("v%d-%s", i, wm)
+				start := time.Now()
+				if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: name, WM: wm, Server: wire.ServerXvnc}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Screenshot(ctx, wire.ScreenshotParams{Desktop: name}); err != nil {
+					b.Fatal(err)
+				}
+				took := time.Since(start)
+				if wm == wire.WMNone {
+					none = append(none, took)
+				} else {
+					openbox = append(openbox, took)
+				}
+				if err := c.DesktopRm(ctx, wire.DesktopRmParams{Name: name}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(median(bareVnc).Microseconds())/1000, "bare-xvnc-ms")
+		b.ReportMetric(float64(median(bareFb).Microseconds())/1000, "bare-xvfb-ms")
+		b.ReportMetric(float64(median(none).Microseconds())/1000, "xvnc-ready-wm-none-ms")
+		b.ReportMetric(float64(median(openbox).Microseconds())/1000, "xvnc-ready-openbox-ms")
+		b.ReportMetric(float64(median(none))/float64(median(bareVnc)), "wm-none/bare-xvnc")
+
+		cmd, _ := bareXvnc(b, 1280, 800)
+		time.Sleep(500 * time.Millisecond) // a pause in the measurement, not a synchronisation: let it settle idle
+		bareRSS, barePrivate := memKB(cmd.Process.Pid)
+		stopBare(cmd)
+		b.ReportMetric(float64(bareRSS)/1024, "bare-xvnc-rss-MB")
+		b.ReportMetric(float64(barePrivate)/1024, "bare-xvnc-private-MB")
+		for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
+			d, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: "vmem-" + wm, WM: wm, Server: wire.ServerXvnc})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Screenshot(ctx, wire.ScreenshotParams{Desktop: d.Name})
+			time.Sleep(500 * time.Millisecond)
+			rss, private := groupMemKB(d.WorkerPID)
+			b.ReportMetric(float64(rss)/1024, "xvnc-desktop-"+wm+"-rss-MB")
+			b.ReportMetric(float64(private)/1024, "xvnc-desktop-"+wm+"-private-MB")
+			c.DesktopRm(ctx, wire.DesktopRmParams{Name: d.Name})
+		}
 	}
 }
