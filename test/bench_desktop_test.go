@@ -113,7 +113,7 @@ func median(ds []time.Duration) time.Duration {
 // desktops are Xvfb ones (--server xvfb); BenchmarkDesktopsXvnc measures
 // Xvnc's.
 //
-//	go test -run '^$' -bench Desktops -benchtime 1x ./test
+//	go test -run '^$' -bench 'Desktops$' -benchtime 1x ./test
 func BenchmarkDesktops(b *testing.B) {
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		b.Skip("Xvfb is not installed")

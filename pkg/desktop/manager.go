@@ -498,13 +498,17 @@ func workerOf(dir string) bool {
 func (m *Manager) judge(d *Desktop) {
 	cookie, cerr := readCookie(d.Authority)
 	var err error
+	var w, h int
 	if cerr != nil {
 		err = errNoServer
 	} else {
-		err = probe(d.Number, cookie, probeTimeout)
+		w, h, err = probeScreen(d.Number, cookie, probeTimeout)
 	}
 	switch {
 	case err == nil:
+		if w > 0 && h > 0 {
+			d.Width, d.Height = w, h // the server's word, after any resize
+		}
 		return
 	case errors.Is(err, errHung):
 		d.Status, d.Reason = StatusUnresponsive, "the X server accepts connections but does not answer"

@@ -214,3 +214,45 @@ func TestServerChoiceAndBadInput(t *testing.T) {
 		t.Errorf("DefaultServer xvfb: %s %v", kind, err)
 	}
 }
+
+func TestResizeXvncDesktop(t *testing.T) {
+	needXvnc(t)
+	if _, err := exec.LookPath("xrandr"); err != nil {
+		t.Skip("xrandr is not installed (Debian package x11-xserver-utils)")
+	}
+	t.Parallel()
+	m := newManager(t, 1465, 1474, nil)
+	d, err := m.New(context.Background(), Spec{Name: "r1", WM: WMNone, Server: ServerXvnc, Width: 800, Height: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An odd size (a new mode) and a built-in one, growing and shrinking.
+	for _, sz := range [][2]int{{1000, 700}, {1920, 1080}, {640, 480}} {
+		r, err := m.Resize(context.Background(), "r1", sz[0], sz[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Width != sz[0] || r.Height != sz[1] {
+			t.Errorf("resize to %v: %dx%d", sz, r.Width, r.Height)
+		}
+		if w, h := rfbServerInit(t, d.RFB); w != sz[0] || h != sz[1] {
+			t.Errorf("after resize to %v RFB ServerInit says %dx%d", sz, w, h)
+		}
+		if ls := m.List(); len(ls) != 1 || ls[0].Width != sz[0] || ls[0].Height != sz[1] {
+			t.Errorf("list after resize to %v: %+v", sz, ls)
+		}
+	}
+	if _, err := m.Resize(context.Background(), "r1", 100, 100); !errors.Is(err, ErrInvalid) {
+		t.Errorf("resize out of range: %v", err)
+	}
+	if _, err := m.Resize(context.Background(), "nope", 800, 600); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resize of an unknown desktop: %v", err)
+	}
+	needXvfb(t)
+	if _, err := m.New(context.Background(), Spec{Name: "fb", WM: WMNone, Server: ServerXvfb}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Resize(context.Background(), "fb", 800, 600); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--server xvnc") {
+		t.Errorf("resize of an Xvfb desktop: %v", err)
+	}
+}
