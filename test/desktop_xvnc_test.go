@@ -106,6 +106,31 @@ func TestXvncDesktopWorksAsXvfbDoes(t *testing.T) {
 		}
 	}
 
+	// Resize through RandR: the screenshot, ls and RFB all say the new
+	// size; an Xvfb desktop and a bad size are refused (2).
+	if out := h.ctl(0, "desktop", "resize", "v", "1000x700"); !strings.Contains(out, "v is 1000x700") {
+		t.Errorf("desktop resize: %q", out)
+	}
+	var sr wire.ScreenshotResult
+	json.Unmarshal([]byte(h.ctl(0, "--json", "screenshot", "--desktop", "v", "-o", filepath.Join(dir, "big.png"), "--force")), &struct{ Result *wire.ScreenshotResult }{&sr})
+	if sr.Width != 1000 || sr.Height != 700 {
+		t.Errorf("screenshot after resize: %dx%d, want 1000x700", sr.Width, sr.Height)
+	}
+	if row, _ := h.desktop("v"); row.Width != 1000 || row.Height != 700 {
+		t.Errorf("ls after resize: %+v", row)
+	}
+	if w, hh := rfbSize(t, v.RFB); w != 1000 || hh != 700 {
+		t.Errorf("RFB after resize: %dx%d", w, hh)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"desktop", "resize", "f", "1000x700"}, "--server xvnc"}, {[]string{"desktop", "resize", "v", "10x10"}, "320 to 7680"}} {
+		if _, errOut, code := h.agentctl("", c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("agentctl %s: exit %d %q, want 2 with %q", strings.Join(c.args, " "), code, errOut, c.want)
+		}
+	}
+
 	h.ctl(0, "desktop", "rm", "v")
 	num := strings.TrimPrefix(v.Display, ":")
 	for _, p := range []string{v.RFB, "/tmp/.X11-unix/X" + num, "/tmp/.X" + num + "-lock", v.Authority, filepath.Dir(v.Authority)} {

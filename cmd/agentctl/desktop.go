@@ -16,12 +16,12 @@ import (
 func desktopVerb() verb {
 	return verb{
 		use:     "desktop COMMAND",
-		summary: "desktops of their own for agents: make one (new), list them (ls), remove one (rm), use its clipboard (clip)",
+		summary: "desktops of their own for agents: make one (new), list them (ls), resize one (resize), remove one (rm), use its clipboard (clip)",
 		long: "A desktop is a private X server (TigerVNC's Xvnc when installed, else Xvfb) with a small window manager that agentd owns, so an agent's\n" +
 			"windows, pointer and keyboard stay out of your way. Start programs on it with spawn --desktop NAME,\n" +
 			"and point screenshot, act and screen at it with --desktop NAME. It is not a security boundary:\n" +
 			"its programs run as you and can still reach your own display. Needs desktops = true in config.toml.",
-		subs: []verb{desktopNewVerb(), desktopLsVerb(), desktopRmVerb(), desktopClipVerb()},
+		subs: []verb{desktopNewVerb(), desktopLsVerb(), desktopResizeVerb(), desktopRmVerb(), desktopClipVerb()},
 	}
 }
 
@@ -97,6 +97,27 @@ func desktopLsVerb() verb {
 					time.Since(d.CreatedAt).Round(time.Second), orDash(sess), orDash(d.RFB))
 			}
 			return tw.Flush()
+		},
+	}
+}
+
+func desktopResizeVerb() verb {
+	return verb{
+		use:     "resize NAME WxH",
+		summary: "change an Xvnc desktop's screen size through RandR (each side 320-7680); Xvfb desktops cannot be resized",
+		example: "  agentctl desktop resize d1 1920x1080",
+		args:    exactArgs(2),
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.DesktopResize(ctx, wire.DesktopResizeParams{Name: args[0], Size: args[1]})
+		},
+		human: func(w io.Writer, r any) error {
+			d := r.(*wire.DesktopRow)
+			fmt.Fprintf(w, "%s is %dx%d\n", d.Name, d.Width, d.Height)
+			return nil
 		},
 	}
 }

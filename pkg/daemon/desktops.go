@@ -49,6 +49,7 @@ func (d *Daemon) desktopRoutes() []Route {
 		{Method: wire.MethodDesktopList, Handle: d.desktopList},
 		{Method: wire.MethodDesktopRm, Mutates: true, Handle: d.desktopRm},
 		{Method: wire.MethodDesktopClip, Mutates: true, Handle: d.desktopClip},
+		{Method: wire.MethodDesktopResize, Mutates: true, Handle: d.desktopResize},
 	}
 }
 
@@ -265,6 +266,28 @@ func (d *Daemon) desktopList(ctx context.Context, call *Call) (any, error) {
 		out.Desktops = append(out.Desktops, desktopRow(d.desktops, &dk))
 	}
 	return out, nil
+}
+
+func (d *Daemon) desktopResize(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.DesktopResizeParams](call)
+	if err != nil {
+		return nil, err
+	}
+	if !d.live.Load().Desktops {
+		return nil, errDesktopsOff
+	}
+	if p.Name == "" || p.Size == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "name the desktop and the size, e.g. agentctl desktop resize d1 1920x1080")
+	}
+	w, h, err := desktop.ParseSize(p.Size)
+	if err != nil {
+		return nil, err
+	}
+	dk, err := d.desktops.mgr.Resize(ctx, p.Name, w, h)
+	if err != nil {
+		return nil, err
+	}
+	return desktopRow(d.desktops, dk), nil
 }
 
 func (d *Daemon) desktopRm(ctx context.Context, call *Call) (any, error) {

@@ -19,6 +19,9 @@ const (
 	MethodDesktopRm = "agent.desktop_rm"
 	// MethodDesktopClip reads or sets a desktop's clipboard.
 	MethodDesktopClip = "agent.desktop_clip"
+	// MethodDesktopResize changes an Xvnc desktop's screen size through
+	// RandR (agentctl desktop resize).
+	MethodDesktopResize = "agent.desktop_resize"
 )
 
 // DesktopStatus is a desktop's state: running, dead (its server died; it is
@@ -100,6 +103,14 @@ type DesktopRmParams struct {
 	Force bool   `json:"force,omitempty"`
 }
 
+// DesktopResizeParams resize a desktop's screen to Size ("WxH", each side
+// 320-7680). Only Xvnc desktops can be resized; the answer is the desktop
+// with the size its server reports afterwards.
+type DesktopResizeParams struct {
+	Name string `json:"name"`
+	Size string `json:"size"`
+}
+
 // MaxClipBytes bounds a desktop's clipboard text, either way: enough for
 // any text an agent pastes, small enough to pass in one frame.
 const MaxClipBytes = 64 << 10
@@ -152,6 +163,15 @@ func (c *Client) DesktopList(ctx context.Context) (*DesktopListResult, error) {
 // DesktopRm removes a desktop.
 func (c *Client) DesktopRm(ctx context.Context, p DesktopRmParams) error {
 	return c.Call(ctx, MethodDesktopRm, p, nil)
+}
+
+// DesktopResize resizes an Xvnc desktop's screen.
+func (c *Client) DesktopResize(ctx context.Context, p DesktopResizeParams) (*DesktopRow, error) {
+	var r DesktopRow
+	if err := c.Call(ctx, MethodDesktopResize, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // DesktopClip reads or sets a desktop's clipboard.
