@@ -256,3 +256,34 @@ func TestResizeXvncDesktop(t *testing.T) {
 		t.Errorf("resize of an Xvfb desktop: %v", err)
 	}
 }
+
+// TestXvncCollisionIsRetried: a display another server holds makes Xvnc
+// exit before it reports; the next candidate is taken, and the other
+// server keeps its socket.
+func TestXvncCollisionIsRetried(t *testing.T) {
+	needXvnc(t)
+	needXvfb(t)
+	t.Parallel()
+	other := exec.Command("Xvfb", ":1475", "-nolisten", "tcp")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Signal(syscall.SIGTERM); other.Wait() })
+	await(t, "the other server", 10*time.Second, func() bool { return probe(1475, nil, time.Second) == nil })
+	xvnc, _ := exec.LookPath("Xvnc")
+	dir := t.TempDir()
+	w := &worker{spec: workerSpec{Dir: dir, Candidates: []int{1475, 1476}, Server: xvnc, Timeout: 10 * time.Second, Grace: time.Second},
+		log: io.Discard, d: Desktop{Name: "x1", Width: 640, Height: 480, WM: WMNone, Layout: DefaultLayout,
+			ServerKind: ServerXvnc, RFB: filepath.Join(dir, rfbName)}}
+	ready := w.start(context.Background())
+	t.Cleanup(func() { w.stopAll(); w.cleanup() })
+	if !ready.OK || ready.Desktop.Number != 1476 {
+		t.Fatalf("got %+v, want display 1476", ready)
+	}
+	if w, h := rfbServerInit(t, ready.Desktop.RFB); w != 640 || h != 480 {
+		t.Errorf("RFB ServerInit %dx%d", w, h)
+	}
+	if _, err := os.Lstat(socketPath(1475)); err != nil {
+		t.Fatalf("the other server's socket is gone: %v", err)
+	}
+}
