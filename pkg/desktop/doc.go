@@ -68,6 +68,9 @@
 //     against the same user). A VNC password would guard nothing more and
 //     would be one more secret on disk. Never add a TCP listener or a
 //     wider mode without real authentication.
+//   - Resize (Xvnc only) goes through RandR with xrandr, and its result is
+//     the server's word: the size in a fresh connection setup's answer,
+//     which is also what List reports.
 //   - The window manager is not waited for: the desktop is ready when its
 //     server is. A window manager that dies is recorded, not restarted.
 package desktop

@@ -6,8 +6,9 @@ import (
 )
 
 // Desktop methods (agent.*): the agents' own X displays. A desktop is a
-// private X server (Xvfb) with an optional window manager that agentd
-// owns; the screen methods take its name as their "desktop" target.
+// private X server (Xvnc when installed, else Xvfb) with an optional
+// window manager that agentd owns; the screen methods take its name as
+// their "desktop" target.
 const (
 	// MethodDesktopNew starts a desktop and answers once it can be
 	// screenshot (agentctl desktop new).
