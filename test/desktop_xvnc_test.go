@@ -176,6 +176,19 @@ func TestXvncBadInput(t *testing.T) {
 	if ls := h.desktops(); len(ls) != 0 {
 		t.Errorf("bad input left %+v", ls)
 	}
+	// desktop_server in the config picks the server when --server does
+	// not say.
+	if _, err := exec.LookPath("Xvnc"); err == nil {
+		h3 := newHome(t)
+		h3.startDaemon([]string{"--desktops", "--display", "none", "--desktop-server", "xvfb"})
+		h3.cleanDesktops()
+		if d := h3.newDesktop("byconfig", "--wm", "none"); d.Server != wire.ServerXvfb {
+			t.Errorf("desktop_server = xvfb: %+v", d)
+		}
+		if d := h3.newDesktop("asked", "--wm", "none", "--server", "xvnc"); d.Server != wire.ServerXvnc {
+			t.Errorf("--server xvnc over desktop_server = xvfb: %+v", d)
+		}
+	}
 }
 
 // bareXvnc starts Xvnc as a desktop's is started (explicit display,

@@ -247,6 +247,9 @@ func (d *Daemon) newDesktop(ctx context.Context, p wire.DesktopNewParams, forSes
 	}
 	d.desktops.mgr.SetMax(d.live.Load().MaxDesktops) // a reload since the last sweep
 	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Server: p.Server, Session: forSession, Keep: keep}
+	if c := d.live.Load(); spec.Server == "" && c.DesktopServer != "auto" {
+		spec.Server = c.DesktopServer // desktop_server; "auto" leaves the choice to the Manager
+	}
 	if p.Size != "" {
 		w, h, err := desktop.ParseSize(p.Size)
 		if err != nil {
