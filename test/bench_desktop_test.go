@@ -109,9 +109,11 @@ func median(ds []time.Duration) time.Duration {
 // BenchmarkDesktops measures, in one run: a desktop's readiness (new to
 // the first screenshot) against a bare Xvfb -displayfd start; the memory
 // of an idle desktop's whole group against a bare idle Xvfb; and four
-// desktops taking 24-action batches at once against one alone.
+// desktops taking 24-action batches at once against one alone. Its
+// desktops are Xvfb ones (--server xvfb); BenchmarkDesktopsXvnc measures
+// Xvnc's.
 //
-//	go test -run '^$' -bench Desktops -benchtime 1x ./test
+//	go test -run '^$' -bench 'Desktops$' -benchtime 1x ./test
 func BenchmarkDesktops(b *testing.B) {
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		b.Skip("Xvfb is not installed")
@@ -135,7 +137,7 @@ func BenchmarkDesktops(b *testing.B) {
 			for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
 				name := fmt.Sprintf("r%d-%s", i, wm)
 				start := time.Now()
-				if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: name, WM: wm}); err != nil {
+				if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: name, WM: wm, Server: wire.ServerXvfb}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := c.Screenshot(ctx, wire.ScreenshotParams{Desktop: name}); err != nil {
@@ -163,7 +165,7 @@ func BenchmarkDesktops(b *testing.B) {
 		bareRSS, barePrivate := memKB(cmd.Process.Pid)
 		stopBare(cmd)
 		for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
-			d, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: "mem-" + wm, WM: wm})
+			d, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: "mem-" + wm, WM: wm, Server: wire.ServerXvfb})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -181,7 +183,7 @@ func BenchmarkDesktops(b *testing.B) {
 		var names []string
 		for i := range 4 {
 			n := "act" + strconv.Itoa(i)
-			if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: n, WM: wire.WMNone}); err != nil {
+			if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: n, WM: wire.WMNone, Server: wire.ServerXvfb}); err != nil {
 				b.Fatal(err)
 			}
 			names = append(names, n)

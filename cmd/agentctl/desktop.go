@@ -16,26 +16,29 @@ import (
 func desktopVerb() verb {
 	return verb{
 		use:     "desktop COMMAND",
-		summary: "desktops of their own for agents: make one (new), list them (ls), remove one (rm), use its clipboard (clip)",
-		long: "A desktop is a private X server (Xvfb) with a small window manager that agentd owns, so an agent's\n" +
+		summary: "desktops of their own for agents: make one (new), list them (ls), resize one (resize), remove one (rm), use its clipboard (clip)",
+		long: "A desktop is a private X server (TigerVNC's Xvnc when installed, else Xvfb) with a small window manager that agentd owns, so an agent's\n" +
 			"windows, pointer and keyboard stay out of your way. Start programs on it with spawn --desktop NAME,\n" +
 			"and point screenshot, act and screen at it with --desktop NAME. It is not a security boundary:\n" +
 			"its programs run as you and can still reach your own display. Needs desktops = true in config.toml.",
-		subs: []verb{desktopNewVerb(), desktopLsVerb(), desktopRmVerb(), desktopClipVerb()},
+		subs: []verb{desktopNewVerb(), desktopLsVerb(), desktopResizeVerb(), desktopRmVerb(), desktopClipVerb()},
 	}
 }
 
 func desktopNewVerb() verb {
 	var p wire.DesktopNewParams
 	return verb{
-		use:     "new [NAME] [--size WxH] [--wm openbox|none] [--layout LAYOUT]",
-		summary: "start a desktop (Xvfb, openbox by default, US keyboard layout); NAME defaults to desktop-N",
-		example: "  agentctl desktop new d1\n  agentctl desktop new big --size 1920x1080 --wm none --layout de",
+		use:     "new [NAME] [--size WxH] [--wm openbox|none] [--layout LAYOUT] [--server xvnc|xvfb]",
+		summary: "start a desktop (Xvnc if installed else Xvfb, openbox by default, US keyboard layout); NAME defaults to desktop-N",
+		long: "With Xvnc (Debian package tigervnc-standalone-server) the desktop also serves RFB, for a VNC viewer,\n" +
+			"on a Unix socket of mode 0600 in its private directory (desktop ls shows it); there is no TCP port.",
+		example: "  agentctl desktop new d1\n  agentctl desktop new big --size 1920x1080 --wm none --layout de\n  agentctl desktop new plain --server xvfb",
 		args:    rangeArgs(0, 1),
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&p.Size, "size", "1280x800", "screen size WIDTHxHEIGHT, each side 320-7680")
 			fs.StringVar(&p.WM, "wm", "openbox", "window manager: openbox or none")
 			fs.StringVar(&p.Layout, "layout", "us", "XKB keyboard layout (us, de, fr, ru, ...)")
+			fs.StringVar(&p.Server, "server", "", "X server: xvnc (also serves RFB on a 0600 Unix socket) or xvfb; default xvnc when installed")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			if len(args) == 1 {
@@ -49,7 +52,10 @@ func desktopNewVerb() verb {
 		},
 		human: func(w io.Writer, r any) error {
 			d := r.(*wire.DesktopRow)
-			fmt.Fprintf(w, "%s %s on DISPLAY=%s (%dx%d, wm %s, layout %s)\n", d.Name, d.Status, d.Display, d.Width, d.Height, d.WM, d.Layout)
+			fmt.Fprintf(w, "%s %s on DISPLAY=%s (%s, %dx%d, wm %s, layout %s)\n", d.Name, d.Status, d.Display, d.Server, d.Width, d.Height, d.WM, d.Layout)
+			if d.RFB != "" {
+				fmt.Fprintf(w, "RFB (VNC) on the Unix socket %s\n", d.RFB)
+			}
 			return nil
 		},
 	}
@@ -58,7 +64,7 @@ func desktopNewVerb() verb {
 func desktopLsVerb() verb {
 	return verb{
 		use:     "ls",
-		summary: "list the desktops: name, status, display, size, window manager, layout, session",
+		summary: "list the desktops: name, status, display, server, size, window manager, layout, session, RFB socket",
 		quick:   true,
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
 			c, err := e.dial(ctx)
@@ -74,7 +80,7 @@ func desktopLsVerb() verb {
 				return nil
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATUS\tDISPLAY\tSIZE\tWM\tLAYOUT\tAGE\tSESSION")
+			fmt.Fprintln(tw, "NAME\tSTATUS\tDISPLAY\tSERVER\tSIZE\tWM\tLAYOUT\tAGE\tSESSION\tRFB")
 			for _, d := range l.Desktops {
 				status := string(d.Status)
 				if d.Acting {
@@ -87,10 +93,31 @@ func desktopLsVerb() verb {
 				if sess != "" && d.Keep {
 					sess += " (kept)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%dx%d\t%s\t%s\t%s\t%s\n", d.Name, status, d.Display, d.Width, d.Height, d.WM, d.Layout,
-					time.Since(d.CreatedAt).Round(time.Second), sess)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%dx%d\t%s\t%s\t%s\t%s\t%s\n", d.Name, status, d.Display, d.Server, d.Width, d.Height, d.WM, d.Layout,
+					time.Since(d.CreatedAt).Round(time.Second), orDash(sess), orDash(d.RFB))
 			}
 			return tw.Flush()
+		},
+	}
+}
+
+func desktopResizeVerb() verb {
+	return verb{
+		use:     "resize NAME WxH",
+		summary: "change an Xvnc desktop's screen size through RandR (each side 320-7680); Xvfb desktops cannot be resized",
+		example: "  agentctl desktop resize d1 1920x1080",
+		args:    exactArgs(2),
+		run: func(ctx context.Context, e *env, args []string) (any, error) {
+			c, err := e.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return c.DesktopResize(ctx, wire.DesktopResizeParams{Name: args[0], Size: args[1]})
+		},
+		human: func(w io.Writer, r any) error {
+			d := r.(*wire.DesktopRow)
+			fmt.Fprintf(w, "%s is %dx%d\n", d.Name, d.Width, d.Height)
+			return nil
 		},
 	}
 }
@@ -182,4 +209,12 @@ func desktopFlag(fs *pflag.FlagSet, v *string) {
 func spawnDesktopFlags(fs *pflag.FlagSet, desk *string, keep *bool) {
 	fs.StringVar(desk, "desktop", "", "open the program's windows on this desktop, or on a new one made for the session (new)")
 	fs.BoolVar(keep, "keep-desktop", false, "with --desktop new: keep the desktop when the session ends")
+}
+
+// orDash is a table cell: "-" for nothing, so columns stay readable.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -292,7 +292,7 @@ func daemonConfig(s config.Settings) daemon.Config {
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
 		SessionLauncher: s.SessionLauncher, SessionMemoryMax: s.SessionMemoryMax, SessionCPUWeight: s.SessionCPUWeight,
-		Desktops: s.Desktops, MaxDesktops: s.MaxDesktops, DesktopIdleTimeout: s.DesktopIdle.D(),
+		Desktops: s.Desktops, MaxDesktops: s.MaxDesktops, DesktopIdleTimeout: s.DesktopIdle.D(), DesktopServer: s.DesktopServer,
 	}
 }
 

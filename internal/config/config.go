@@ -61,6 +61,7 @@ type Settings struct {
 	Desktops         bool     `toml:"desktops" doc:"let agents have X desktops of their own (agentctl desktop new, spawn --desktop); acting on them needs no allow_act" live:"true"`
 	MaxDesktops      int      `toml:"max_desktops" doc:"most desktops running at once; more are answered busy" live:"true"`
 	DesktopIdle      Duration `toml:"desktop_idle_timeout" doc:"remove a desktop unused for this long with no live session on it (\"0s\": never)" live:"true"`
+	DesktopServer    string   `toml:"desktop_server" doc:"X server of a new desktop when desktop new --server does not say: auto (Xvnc when installed, else Xvfb), xvnc or xvfb" live:"true"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -84,8 +85,16 @@ func Defaults() Settings {
 		SessionLauncher: LauncherAuto,
 		MaxDesktops:     8,
 		DesktopIdle:     Duration(time.Hour),
+		DesktopServer:   DesktopServerAuto,
 	}
 }
+
+// The values of desktop_server.
+const (
+	DesktopServerAuto = "auto"
+	DesktopServerXvnc = "xvnc"
+	DesktopServerXvfb = "xvfb"
+)
 
 // The values of session_launcher.
 const (
@@ -573,6 +582,11 @@ func validate(path string, data []byte, l *Loaded) problemList {
 	case LauncherAuto, LauncherSystemd, LauncherFork:
 	default:
 		bad("session_launcher", "%s: session_launcher %q is not auto, systemd or fork", where("session_launcher"), s.SessionLauncher)
+	}
+	switch s.DesktopServer {
+	case DesktopServerAuto, DesktopServerXvnc, DesktopServerXvfb:
+	default:
+		return fmt.Errorf("%s: desktop_server %q is not auto, xvnc or xvfb", where("desktop_server"), s.DesktopServer)
 	}
 	if s.SessionMemoryMax < 0 {
 		bad("session_memory_max", "%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)

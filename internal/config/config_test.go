@@ -60,7 +60,7 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
 		SessionLauncher: LauncherFork, SessionMemoryMax: 4 << 30, SessionCPUWeight: 50,
-		Desktops: true, MaxDesktops: 3, DesktopIdle: Duration(10 * time.Minute),
+		Desktops: true, MaxDesktops: 3, DesktopIdle: Duration(10 * time.Minute), DesktopServer: DesktopServerXvfb,
 	}
 	var b strings.Builder
 	for _, f := range Fields() {
@@ -127,6 +127,7 @@ func TestBadConfigs(t *testing.T) {
 		{"relative socket", "socket = \"agentd.sock\"\n", []string{"socket", "absolute"}},
 		{"bad display", "display = \"zero\"\n", []string{"display", ":0"}},
 		{"bad level", "log_level = \"loud\"\n", []string{"log_level", "debug, info"}},
+		{"bad desktop server", "desktop_server = \"vnc\"\n", []string{":1:", "desktop_server", "auto, xvnc or xvfb"}},
 		{"not toml", "this is not toml\n", []string{"config.toml"}},
 	}
 	for _, tc := range cases {

@@ -114,6 +114,9 @@ type Config struct {
 	Desktops           bool
 	MaxDesktops        int
 	DesktopIdleTimeout time.Duration
+	// DesktopServer is a new desktop's X server when its request names
+	// none: "xvnc", "xvfb", or "" / "auto" for Xvnc when installed; live.
+	DesktopServer string
 	// DesktopWorkerCommand starts a desktop worker; nil is this
 	// executable with the argument "desktop-worker".
 	DesktopWorkerCommand []string

@@ -49,6 +49,7 @@ func (d *Daemon) desktopRoutes() []Route {
 		{Method: wire.MethodDesktopList, Handle: d.desktopList},
 		{Method: wire.MethodDesktopRm, Mutates: true, Handle: d.desktopRm},
 		{Method: wire.MethodDesktopClip, Mutates: true, Handle: d.desktopClip},
+		{Method: wire.MethodDesktopResize, Mutates: true, Handle: d.desktopResize},
 	}
 }
 
@@ -224,7 +225,7 @@ func (h *desktopHub) acting(name string) bool {
 
 func desktopRow(h *desktopHub, dk *desktop.Desktop) wire.DesktopRow {
 	return wire.DesktopRow{Name: dk.Name, Status: wire.DesktopStatus(dk.Status), Reason: dk.Reason, Display: dk.Display,
-		Width: dk.Width, Height: dk.Height, WM: dk.WM, Layout: dk.Layout, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
+		Width: dk.Width, Height: dk.Height, WM: dk.WM, Layout: dk.Layout, Server: dk.Kind(), RFB: dk.RFB, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
 		Session: dk.Session, Keep: dk.Keep, WorkerPID: dk.Worker.PID, ServerPID: dk.Server.PID, Acting: h.acting(dk.Name)}
 }
 
@@ -245,7 +246,10 @@ func (d *Daemon) newDesktop(ctx context.Context, p wire.DesktopNewParams, forSes
 		return nil, errDesktopsOff
 	}
 	d.desktops.mgr.SetMax(d.live.Load().MaxDesktops) // a reload since the last sweep
-	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Session: forSession, Keep: keep}
+	spec := desktop.Spec{Name: p.Name, WM: p.WM, Layout: p.Layout, Server: p.Server, Session: forSession, Keep: keep}
+	if c := d.live.Load(); spec.Server == "" && c.DesktopServer != "auto" {
+		spec.Server = c.DesktopServer // desktop_server; "auto" leaves the choice to the Manager
+	}
 	if p.Size != "" {
 		w, h, err := desktop.ParseSize(p.Size)
 		if err != nil {
@@ -265,6 +269,28 @@ func (d *Daemon) desktopList(ctx context.Context, call *Call) (any, error) {
 		out.Desktops = append(out.Desktops, desktopRow(d.desktops, &dk))
 	}
 	return out, nil
+}
+
+func (d *Daemon) desktopResize(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.DesktopResizeParams](call)
+	if err != nil {
+		return nil, err
+	}
+	if !d.live.Load().Desktops {
+		return nil, errDesktopsOff
+	}
+	if p.Name == "" || p.Size == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "name the desktop and the size, e.g. agentctl desktop resize d1 1920x1080")
+	}
+	w, h, err := desktop.ParseSize(p.Size)
+	if err != nil {
+		return nil, err
+	}
+	dk, err := d.desktops.mgr.Resize(ctx, p.Name, w, h)
+	if err != nil {
+		return nil, err
+	}
+	return desktopRow(d.desktops, dk), nil
 }
 
 func (d *Daemon) desktopRm(ctx context.Context, call *Call) (any, error) {

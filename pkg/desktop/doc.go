@@ -2,7 +2,7 @@
 // for agents, so that an agent's windows, pointer and keyboard stay out of
 // the person's way.
 //
-// A desktop is an Xvfb server with an optional small window manager
+// A desktop is an X server (TigerVNC's Xvnc when installed, else Xvfb) with an optional small window manager
 // (openbox) and a private D-Bus session bus, all owned by a desktop worker
 // (`agentd desktop-worker`, the same binary) that runs detached in a
 // process group of its own, like a session's worker. So a desktop outlives
@@ -50,6 +50,27 @@
 //     -9 of the group), Sweep notices (the probe fails and no member lives)
 //     and does the same. Nothing is ever restarted: a dead desktop stays
 //     listed as dead until it is removed, so a crash cannot loop.
+//   - Xvnc, when installed, is the default server (Spec.Server or
+//     Options.DefaultServer say otherwise): one process for the
+//     framebuffer, RandR resize and RFB, which a viewer of the desktop
+//     speaks. It is started under the same rules as Xvfb (explicit
+//     display, -displayfd with the deadline, -auth, -nolisten tcp,
+//     -noreset, never -ac), and serves RFB only on a Unix socket:
+//     -rfbport -1 (no TCP port; 0 would mean 5900+N), -rfbunixpath in the
+//     desktop's directory (or the runtime directory when that path is too
+//     long for a socket address), -rfbunixmode 0600. The socket is checked
+//     to be a socket of mode 0600 before the desktop is ready.
+//   - RFB without authentication (-SecurityTypes None) is acceptable only
+//     because of those modes: the socket is 0600 and its directory 0700,
+//     both owned by the person, so the kernel lets no other user connect()
+//     to it, and the person's own processes can reach the desktop's X
+//     server with its cookie anyway (a desktop is not a security boundary
+//     against the same user). A VNC password would guard nothing more and
+//     would be one more secret on disk. Never add a TCP listener or a
+//     wider mode without real authentication.
+//   - Resize (Xvnc only) goes through RandR with xrandr, and its result is
+//     the server's word: the size in a fresh connection setup's answer,
+//     which is also what List reports.
 //   - The window manager is not waited for: the desktop is ready when its
 //     server is. A window manager that dies is recorded, not restarted.
 package desktop

@@ -57,8 +57,15 @@ type Options struct {
 	// WorkerCommand starts a desktop worker; the default is this
 	// executable with the argument "desktop-worker".
 	WorkerCommand []string
-	// Server is the X server binary; "" looks Xvfb up in $PATH.
+	// Server is the Xvfb binary; "" looks Xvfb up in $PATH. Setting it
+	// makes Xvfb the default server (a test's stand-in is meant to run).
 	Server string
+	// Xvnc is the Xvnc binary; "" looks Xvnc up in $PATH.
+	Xvnc string
+	// DefaultServer is the server of a desktop whose Spec names none:
+	// xvfb, xvnc, or "" for Xvnc when it is installed (and Server is
+	// not set), else Xvfb.
+	DefaultServer string
 	// FirstDisplay and LastDisplay bound the display numbers used; zero
 	// is the default range.
 	FirstDisplay, LastDisplay int
@@ -158,16 +165,11 @@ func (m *Manager) New(ctx context.Context, spec Spec) (*Desktop, error) {
 	if err := spec.normalize(lookPath); err != nil {
 		return nil, err
 	}
-	server := m.opts.Server
-	if server == "" {
-		p, err := exec.LookPath("Xvfb")
-		if err != nil {
-			return nil, errorf(ErrStartFailed, "Xvfb is not installed; install the Debian package xvfb (apt install xvfb)")
-		}
-		server = p
-	} else if _, err := exec.LookPath(server); err != nil {
-		return nil, errorf(ErrStartFailed, "the X server %s cannot be run: %v", server, err)
+	kind, server, err := m.pickServer(spec.Server)
+	if err != nil {
+		return nil, err
 	}
+	spec.Server = kind
 	m.mu.Lock()
 	running := 0
 	for _, n := range m.names() {
@@ -213,7 +215,10 @@ func (m *Manager) New(ctx context.Context, spec Spec) (*Desktop, error) {
 			m.opts.FirstDisplay, m.opts.LastDisplay)
 	}
 	d := Desktop{Name: spec.Name, Width: spec.Width, Height: spec.Height, WM: spec.WM, Layout: spec.Layout,
-		Status: StatusStarting, CreatedAt: time.Now().UTC(), Session: spec.Session, Keep: spec.Keep}
+		ServerKind: spec.Server, Status: StatusStarting, CreatedAt: time.Now().UTC(), Session: spec.Session, Keep: spec.Keep}
+	if kind == ServerXvnc {
+		d.RFB = m.rfbPath(spec.Name)
+	}
 	ws := workerSpec{Desktop: d, Dir: dir, Candidates: cands, Server: server, Timeout: m.opts.StartTimeout, Grace: m.opts.StopGrace}
 	if spec.WM == WMOpenbox {
 		ws.WMPath, _ = exec.LookPath("openbox")
@@ -239,6 +244,67 @@ func (m *Manager) New(ctx context.Context, spec Spec) (*Desktop, error) {
 	m.log.Info().Str("desktop", spec.Name).Str("display", ready.Desktop.Display).Int("worker_pid", ready.Desktop.Worker.PID).Msg("desktop started")
 	return ready.Desktop, nil
 }
+
+// pickServer resolves a desktop's server kind ("" is the default) to the
+// binary that serves it.
+func (m *Manager) pickServer(kind string) (string, string, error) {
+	if kind == "" {
+		kind = m.opts.DefaultServer
+	}
+	if kind == "" {
+		kind = ServerXvfb
+		if m.opts.Server == "" {
+			if _, err := exec.LookPath(m.xvncName()); err == nil {
+				kind = ServerXvnc
+			}
+		}
+	}
+	switch kind {
+	case ServerXvnc:
+		p, err := exec.LookPath(m.xvncName())
+		if err != nil {
+			return "", "", errorf(ErrStartFailed, "Xvnc is not installed; install the Debian package tigervnc-standalone-server (apt install tigervnc-standalone-server), or make the desktop with --server xvfb")
+		}
+		return kind, p, nil
+	case ServerXvfb:
+		if m.opts.Server != "" {
+			if _, err := exec.LookPath(m.opts.Server); err != nil {
+				return "", "", errorf(ErrStartFailed, "the X server %s cannot be run: %v", m.opts.Server, err)
+			}
+			return kind, m.opts.Server, nil
+		}
+		p, err := exec.LookPath("Xvfb")
+		if err != nil {
+			return "", "", errorf(ErrStartFailed, "Xvfb is not installed; install the Debian package xvfb (apt install xvfb), or tigervnc-standalone-server for Xvnc")
+		}
+		return kind, p, nil
+	}
+	return "", "", errorf(ErrInvalid, "unknown X server %q; use xvfb or xvnc", kind)
+}
+
+func (m *Manager) xvncName() string {
+	if m.opts.Xvnc != "" {
+		return m.opts.Xvnc
+	}
+	return "Xvnc"
+}
+
+// rfbName is an Xvnc desktop's RFB socket in its directory.
+const rfbName = "rfb.sock"
+
+// rfbPath is where an Xvnc desktop serves RFB: in the desktop's own
+// directory (0700) when the path fits a socket address, else in the
+// runtime directory (0700 as well, and short by contract).
+func (m *Manager) rfbPath(name string) string {
+	p := filepath.Join(m.path(name), rfbName)
+	if len(p) < maxSocketPath {
+		return p
+	}
+	return filepath.Join(m.opts.RuntimeDir, name+".rfb")
+}
+
+// maxSocketPath is sun_path's size on Linux, the terminating NUL included.
+const maxSocketPath = 108
 
 // freeNameLocked picks the first desktop-N not on disk or starting.
 func (m *Manager) freeNameLocked() string {
@@ -434,13 +500,17 @@ func workerOf(dir string) bool {
 func (m *Manager) judge(d *Desktop) {
 	cookie, cerr := readCookie(d.Authority)
 	var err error
+	var w, h int
 	if cerr != nil {
 		err = errNoServer
 	} else {
-		err = probe(d.Number, cookie, probeTimeout)
+		w, h, err = probeScreen(d.Number, cookie, probeTimeout)
 	}
 	switch {
 	case err == nil:
+		if w > 0 && h > 0 {
+			d.Width, d.Height = w, h // the server's word, after any resize
+		}
 		return
 	case errors.Is(err, errHung):
 		d.Status, d.Reason = StatusUnresponsive, "the X server accepts connections but does not answer"
@@ -501,6 +571,9 @@ func (m *Manager) clean(d *Desktop) {
 	os.Remove(filepath.Join(m.path(d.Name), authorityName))
 	os.Remove(filepath.Join(m.path(d.Name), "server.log"))
 	os.Remove(filepath.Join(m.opts.RuntimeDir, d.Name+".bus"))
+	if d.RFB != "" {
+		os.Remove(d.RFB)
+	}
 }
 
 func probeOurs(d *Desktop) error {

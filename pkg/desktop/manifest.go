@@ -33,6 +33,12 @@ type Desktop struct {
 	Height  int    `json:"height"`
 	WM      string `json:"wm"`
 	Layout  string `json:"layout"`
+	// ServerKind is the X server the desktop runs on: xvfb or xvnc (a
+	// manifest from before Xvnc was offered has none: xvfb).
+	ServerKind string `json:"server_kind,omitempty"`
+	// RFB is the Unix socket (mode 0600, in a 0700 directory) on which an
+	// Xvnc desktop serves RFB; "" for Xvfb.
+	RFB string `json:"rfb,omitempty"`
 	// Authority is the cookie file (XAUTHORITY for the desktop's programs).
 	Authority string `json:"authority"`
 	// Bus is the desktop's D-Bus session bus address, "" when dbus-daemon
@@ -62,6 +68,14 @@ func (d *Desktop) Env() (set, unset []string) {
 		set = append(set, "DBUS_SESSION_BUS_ADDRESS="+d.Bus)
 	}
 	return set, []string{"WAYLAND_DISPLAY"}
+}
+
+// Kind is the desktop's X server, xvfb for a manifest that names none.
+func (d *Desktop) Kind() string {
+	if d.ServerKind == "" {
+		return ServerXvfb
+	}
+	return d.ServerKind
 }
 
 const manifestName = "manifest.json"

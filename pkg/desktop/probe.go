@@ -39,12 +39,20 @@ const probeTimeout = 2 * time.Second
 // the answer's status byte: nil when the server accepts it. It is how the
 // package knows a desktop is alive.
 func probe(num int, cookie []byte, timeout time.Duration) error {
+	_, _, err := probeScreen(num, cookie, timeout)
+	return err
+}
+
+// probeScreen is probe that also returns the first screen's size from the
+// connection setup's answer: the server's current size, after any RandR
+// resize.
+func probeScreen(num int, cookie []byte, timeout time.Duration) (w, h int, err error) {
 	c, err := net.DialTimeout("unix", socketPath(num), timeout)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			return errNoServer
+			return 0, 0, errNoServer
 		}
-		return fmt.Errorf("%w: %v", errNoServer, err)
+		return 0, 0, fmt.Errorf("%w: %v", errNoServer, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(timeout))
@@ -57,20 +65,36 @@ func probe(num int, cookie []byte, timeout time.Duration) error {
 	copy(req[12:], cookieName)
 	copy(req[12+pad(len(cookieName)):], cookie)
 	if _, err := c.Write(req); err != nil {
-		return errNoServer
+		return 0, 0, errNoServer
 	}
 	var head [8]byte
 	if _, err := io.ReadFull(c, head[:]); err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return errHung
+			return 0, 0, errHung
 		}
-		return errNoServer
+		return 0, 0, errNoServer
 	}
 	switch head[0] {
 	case 1:
-		return nil
+		return setupScreenSize(c, head)
 	default: // 0 failed, 2 authenticate: not with our cookie
-		return errNotOurs
+		return 0, 0, errNotOurs
 	}
+}
+
+// setupScreenSize reads the rest of an accepted connection setup and
+// returns the first screen's width and height in pixels.
+func setupScreenSize(c net.Conn, head [8]byte) (int, int, error) {
+	rest := make([]byte, 4*int(binary.LittleEndian.Uint16(head[6:])))
+	if _, err := io.ReadFull(c, rest); err != nil || len(rest) < 32 {
+		return 0, 0, nil // accepted: alive, size unknown
+	}
+	vendorLen := int(binary.LittleEndian.Uint16(rest[16:]))
+	formats := int(rest[21])
+	off := 32 + (vendorLen+3)&^3 + 8*formats
+	if len(rest) < off+24 || rest[20] == 0 {
+		return 0, 0, nil
+	}
+	return int(binary.LittleEndian.Uint16(rest[off+20:])), int(binary.LittleEndian.Uint16(rest[off+22:])), nil
 }

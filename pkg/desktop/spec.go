@@ -33,6 +33,15 @@ const (
 	WMNone    = "none"
 )
 
+// X servers a desktop can run on. Xvnc (TigerVNC) is one process for the
+// framebuffer, RandR resize and RFB (what a viewer of the desktop speaks);
+// Xvfb is the framebuffer alone, always in Debian. Spec.Server "" picks
+// Xvnc when it is installed, else Xvfb.
+const (
+	ServerXvfb = "xvfb"
+	ServerXvnc = "xvnc"
+)
+
 // Spec is what a new desktop should be.
 type Spec struct {
 	// Name is the desktop's name (ValidateName); empty picks the first
@@ -45,6 +54,9 @@ type Spec struct {
 	// Layout is the XKB keyboard layout, e.g. "us" (the default), "de",
 	// "ru".
 	Layout string
+	// Server is xvfb or xvnc; empty takes the Manager's default
+	// (Options.DefaultServer), else Xvnc when installed, else Xvfb.
+	Server string
 	// Session, when set, is the session the desktop was made for (spawn
 	// --desktop new): it goes away with that session unless Keep.
 	Session string
@@ -115,6 +127,11 @@ func (s *Spec) normalize(found func(string) (string, error)) error {
 		if _, err := found("openbox"); err != nil {
 			return errorf(ErrStartFailed, "the window manager openbox is not installed; install the Debian package openbox (apt install openbox), or make the desktop with --wm none")
 		}
+	}
+	switch s.Server {
+	case "", ServerXvfb, ServerXvnc:
+	default:
+		return errorf(ErrInvalid, "unknown X server %q; use xvfb or xvnc", s.Server)
 	}
 	if s.Layout == "" {
 		s.Layout = DefaultLayout

@@ -229,9 +229,10 @@ func (w *worker) startServer(ctx context.Context, num int, deadline time.Time) e
 		wr.Close()
 		return err
 	}
-	cmd := exec.Command(w.spec.Server, ":"+strconv.Itoa(num), "-displayfd", "3", "-auth", w.d.Authority,
-		"-nolisten", "tcp", "-noreset",
-		"-screen", "0", fmt.Sprintf("%dx%dx24", w.d.Width, w.d.Height))
+	if w.d.RFB != "" {
+		os.Remove(w.d.RFB) // one left by a killed Xvnc of this name
+	}
+	cmd := exec.Command(w.spec.Server, w.serverArgs(num)...)
 	cmd.Env = w.baseEnv()
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -248,6 +249,11 @@ func (w *worker) startServer(ctx context.Context, num int, deadline time.Time) e
 	defer stop()
 	line, rerr := bufio.NewReader(r).ReadString('\n')
 	if rerr == nil && strings.TrimSpace(line) == strconv.Itoa(num) {
+		if err := checkRFB(w.d.RFB); err != nil {
+			cmd.Process.Kill()
+			<-done
+			return err
+		}
 		w.server, w.serverDone = cmd, done
 		w.d.Number, w.d.Display = num, ":"+strconv.Itoa(num)
 		return nil
@@ -270,6 +276,40 @@ func (w *worker) startServer(ctx context.Context, num int, deadline time.Time) e
 		return errTaken
 	}
 	return fmt.Errorf("the X server %s exited before it was ready (%v): %s", w.spec.Server, werr, tail)
+}
+
+// serverArgs are the X server's arguments for display num: the same rules
+// for both servers (explicit display, -displayfd, the cookie, no TCP, no
+// reset, never -ac), and for Xvnc RFB on the 0600 Unix socket only.
+func (w *worker) serverArgs(num int) []string {
+	args := []string{":" + strconv.Itoa(num), "-displayfd", "3", "-auth", w.d.Authority, "-nolisten", "tcp", "-noreset"}
+	if w.d.Kind() != ServerXvnc {
+		return append(args, "-screen", "0", fmt.Sprintf("%dx%dx24", w.d.Width, w.d.Height))
+	}
+	// -rfbport -1: no TCP listener at all (0 would be 5900+N). No
+	// password or TLS (SecurityTypes None): whoever can connect() to the
+	// socket is the person's own user, because the socket is 0600 in a
+	// 0700 directory (see the package doc).
+	return append(args, "-geometry", fmt.Sprintf("%dx%d", w.d.Width, w.d.Height), "-depth", "24",
+		"-rfbport", "-1", "-rfbunixpath", w.d.RFB, "-rfbunixmode", "0600", "-SecurityTypes", "None",
+		"-AlwaysShared")
+}
+
+// checkRFB makes sure an Xvnc desktop's RFB socket is there and 0600 once
+// the server reported ready (Xvnc listens before it writes -displayfd):
+// the socket's mode is what lets it go without a password.
+func checkRFB(path string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("the Xvnc server reported ready but serves no RFB socket at %s: %v", path, err)
+	}
+	if st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		return fmt.Errorf("the Xvnc server's RFB socket %s is %v, not a socket of mode 0600; it was ended", path, st.Mode())
+	}
+	return nil
 }
 
 func lastLines(s string, n int) string {
@@ -413,6 +453,9 @@ func (w *worker) cleanup() {
 	}
 	os.Remove(filepath.Join(w.spec.Dir, authorityName))
 	os.Remove(filepath.Join(w.spec.Dir, "server.log"))
+	if w.d.RFB != "" {
+		os.Remove(w.d.RFB) // Xvnc removes it on TERM, not when killed
+	}
 	if w.spec.BusPath != "" {
 		os.Remove(w.spec.BusPath)
 	}

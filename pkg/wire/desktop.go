@@ -6,8 +6,9 @@ import (
 )
 
 // Desktop methods (agent.*): the agents' own X displays. A desktop is a
-// private X server (Xvfb) with an optional window manager that agentd
-// owns; the screen methods take its name as their "desktop" target.
+// private X server (Xvnc when installed, else Xvfb) with an optional
+// window manager that agentd owns; the screen methods take its name as
+// their "desktop" target.
 const (
 	// MethodDesktopNew starts a desktop and answers once it can be
 	// screenshot (agentctl desktop new).
@@ -19,6 +20,9 @@ const (
 	MethodDesktopRm = "agent.desktop_rm"
 	// MethodDesktopClip reads or sets a desktop's clipboard.
 	MethodDesktopClip = "agent.desktop_clip"
+	// MethodDesktopResize changes an Xvnc desktop's screen size through
+	// RandR (agentctl desktop resize).
+	MethodDesktopResize = "agent.desktop_resize"
 )
 
 // DesktopStatus is a desktop's state: running, dead (its server died; it is
@@ -40,14 +44,23 @@ const (
 	WMNone    = "none"
 )
 
+// X servers a desktop can run on: Xvnc (TigerVNC: framebuffer, RandR
+// and RFB in one process) or Xvfb.
+const (
+	ServerXvfb = "xvfb"
+	ServerXvnc = "xvnc"
+)
+
 // DesktopNewParams ask for a desktop. Name empty picks "desktop-N"; Size
 // is "WxH" with each side 320-7680 (default 1280x800); WM is openbox (the
-// default) or none; Layout is an XKB keyboard layout (default us).
+// default) or none; Layout is an XKB keyboard layout (default us); Server
+// is xvnc or xvfb (default: Xvnc when installed, else Xvfb).
 type DesktopNewParams struct {
 	Name   string `json:"name,omitempty"`
 	Size   string `json:"size,omitempty"`
 	WM     string `json:"wm,omitempty"`
 	Layout string `json:"layout,omitempty"`
+	Server string `json:"server,omitempty"`
 }
 
 // DesktopRow is one desktop.
@@ -60,6 +73,11 @@ type DesktopRow struct {
 	Height  int           `json:"height"`
 	WM      string        `json:"wm"`
 	Layout  string        `json:"layout"`
+	// Server is the desktop's X server: xvnc or xvfb.
+	Server string `json:"server"`
+	// RFB is the Unix socket (mode 0600) on which an Xvnc desktop serves
+	// RFB, for a viewer; "" for Xvfb.
+	RFB string `json:"rfb,omitempty"`
 	// Authority is the desktop's cookie file, what XAUTHORITY must name
 	// for a program to open windows on it.
 	Authority string    `json:"authority,omitempty"`
@@ -84,6 +102,14 @@ type DesktopListResult struct {
 type DesktopRmParams struct {
 	Name  string `json:"name"`
 	Force bool   `json:"force,omitempty"`
+}
+
+// DesktopResizeParams resize a desktop's screen to Size ("WxH", each side
+// 320-7680). Only Xvnc desktops can be resized; the answer is the desktop
+// with the size its server reports afterwards.
+type DesktopResizeParams struct {
+	Name string `json:"name"`
+	Size string `json:"size"`
 }
 
 // MaxClipBytes bounds a desktop's clipboard text, either way: enough for
@@ -138,6 +164,15 @@ func (c *Client) DesktopList(ctx context.Context) (*DesktopListResult, error) {
 // DesktopRm removes a desktop.
 func (c *Client) DesktopRm(ctx context.Context, p DesktopRmParams) error {
 	return c.Call(ctx, MethodDesktopRm, p, nil)
+}
+
+// DesktopResize resizes an Xvnc desktop's screen.
+func (c *Client) DesktopResize(ctx context.Context, p DesktopResizeParams) (*DesktopRow, error) {
+	var r DesktopRow
+	if err := c.Call(ctx, MethodDesktopResize, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // DesktopClip reads or sets a desktop's clipboard.

@@ -16,7 +16,7 @@ var Methods = []string{
 	// The screen.
 	MethodScreenshot, MethodAct, MethodScreen, MethodRecordScreen,
 	// Desktops.
-	MethodDesktopNew, MethodDesktopList, MethodDesktopRm, MethodDesktopClip,
+	MethodDesktopNew, MethodDesktopList, MethodDesktopRm, MethodDesktopClip, MethodDesktopResize,
 	// Channels.
 	MethodRegisterChannel, MethodUnregisterChannel, MethodPushToChannel,
 	MethodChannelAck, MethodChannelList, MethodChannelReply,
