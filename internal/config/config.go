@@ -586,7 +586,7 @@ func validate(path string, data []byte, l *Loaded) problemList {
 	switch s.DesktopServer {
 	case DesktopServerAuto, DesktopServerXvnc, DesktopServerXvfb:
 	default:
-		return fmt.Errorf("%s: desktop_server %q is not auto, xvnc or xvfb", where("desktop_server"), s.DesktopServer)
+		bad("desktop_server", "%s: desktop_server %q is not auto, xvnc or xvfb", where("desktop_server"), s.DesktopServer)
 	}
 	if s.SessionMemoryMax < 0 {
 		bad("session_memory_max", "%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)

@@ -50,6 +50,7 @@ type liveConfig struct {
 	Desktops                         bool
 	MaxDesktops                      int
 	DesktopIdleTimeout               time.Duration
+	DesktopServer                    string
 	LogLevel                         string
 	SessionMemoryMax                 int64
 	SessionCPUWeight                 int
@@ -69,7 +70,7 @@ func (c *Config) split() (fixedConfig, liveConfig) {
 			IdleTimeout: c.IdleTimeout, ShutdownGrace: c.ShutdownGrace, AllowAct: c.AllowAct,
 			AskTimeout: c.AskTimeout, AskIdle: c.AskIdle, LockTimeout: c.LockTimeout, ChannelQueue: c.ChannelQueue,
 			RecordScreen: c.RecordScreen, Desktops: c.Desktops, MaxDesktops: c.MaxDesktops,
-			DesktopIdleTimeout: c.DesktopIdleTimeout, LogLevel: c.LogLevel,
+			DesktopIdleTimeout: c.DesktopIdleTimeout, DesktopServer: c.DesktopServer, LogLevel: c.LogLevel,
 			SessionMemoryMax: c.SessionMemoryMax, SessionCPUWeight: c.SessionCPUWeight,
 		}
 }
