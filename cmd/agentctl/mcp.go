@@ -36,7 +36,7 @@ func mcpVerb() verb {
 		use:     "mcp [--yes] [--max-output BYTES]",
 		summary: "serve sessions and the screen to a model as MCP tools on stdio (for an MCP config); read-only unless --yes",
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, resize, stop, rm, push, act")
+			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, resize, stop, rm, push, act, desktop_new, desktop_rm")
 			fs.IntVar(&maxOutput, "max-output", 100000, "cap each tool result's text at this many bytes (the result says what was cut); 0: no cap")
 		},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
