@@ -558,7 +558,7 @@ func TestDoctorReportsEachFailureWithItsFix(t *testing.T) {
 	}
 
 	// For a person: each failure and its fix.
-	out, _, code = h.agentctlAt(project, nil, "doctor")
+	out, _, _ = h.agentctlAt(project, nil, "doctor")
 	for _, want := range []string{"fail     state directory", "is 0755", "fix: chmod 700 " + state, "fix: to use a screen: under systemd: systemctl --user import-environment DISPLAY", "agentd --display :0", `fix: add the bridge to .mcp.json: {"mcpServers"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's report lacks %q:\n%s", want, out)

@@ -239,9 +239,7 @@ func rawCases() (pre, post []rawCase) {
 		{name: "cancel without params", line: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`), none: true},
 		{name: "cancel initialize", line: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"init"}}`), none: true},
 	}
-	for _, c := range pre {
-		post = append(post, c)
-	}
+	post = append(post, pre...)
 	return pre, post
 }
 

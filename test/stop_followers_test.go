@@ -22,7 +22,6 @@ func TestStopCancelsLogFollowersThatNeverRead(t *testing.T) {
 	h.writeConfig("shutdown_grace = \"60s\"\nwrite_timeout = \"120s\"\n")
 	d := h.startDaemon(nil)
 	h.ctl(0, "spawn", "loud", "--", "sh", "-c", "yes 'a line the follower never reads'")
-	var conns []net.Conn
 	for i := 0; i < 5; i++ {
 		c, err := net.Dial("unix", h.socket)
 		if err != nil {
@@ -35,7 +34,6 @@ func TestStopCancelsLogFollowersThatNeverRead(t *testing.T) {
 		if _, err := c.Write(f); err != nil {
 			t.Fatal(err)
 		}
-		conns = append(conns, c)
 	}
 	// Each follower's writes block once its socket is full: the log says
 	// nothing of that, so wait for the program's output to pass what the

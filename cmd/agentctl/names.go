@@ -7,10 +7,8 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// naturalLess orders strings as people count: runs of digits compare by
-// their value, so w-2 comes before w-10 (ls -v, sort -V).
-func naturalLess(a, b string) bool { return naturalCompare(a, b) < 0 }
-
+// naturalCompare orders strings as people count: runs of digits compare
+// by their value, so w-2 comes before w-10 (ls -v, sort -V).
 func naturalCompare(a, b string) int {
 	for a != "" && b != "" {
 		da, db := isDigit(a[0]), isDigit(b[0])

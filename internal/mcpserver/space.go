@@ -131,25 +131,6 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 // drag in four on a loaded machine.
 const dragPauseMS = 100.0
 
-// toScreenActions returns a copy of actions with every x and y converted
-// from the image space to screen pixels. Actions without coordinates pass
-// unchanged; a coordinate given alone is left for the daemon to refuse.
-func (sp space) toScreenActions(actions []wire.Action) ([]wire.Action, error) {
-	out := make([]wire.Action, len(actions))
-	for i, a := range actions {
-		out[i] = a
-		if a.X == nil || a.Y == nil {
-			continue
-		}
-		x, y, err := sp.toScreen(i+1, string(a.Kind), *a.X, *a.Y)
-		if err != nil {
-			return nil, err
-		}
-		out[i].X, out[i].Y = &x, &y
-	}
-	return out, nil
-}
-
 // loopGuardLimit is how many batches in a row may repeat the same actions
 // without the screen changing: the next one is refused. A model that
 // clicks the same spot three times and sees nothing happen is stuck, and

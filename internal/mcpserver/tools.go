@@ -600,7 +600,7 @@ func (t *tools) list() []tool {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (resizeOut, error) {
-				return resizeOut{Name: in.Name, Cols: in.Cols, Rows: in.Rows}, c.Resize(ctx, wire.ResizeParams(in))
+				return resizeOut(in), c.Resize(ctx, wire.ResizeParams(in))
 			}, func(r resizeOut) string { return fmt.Sprintf("%s is now %dx%d", r.Name, r.Cols, r.Rows) })
 		}),
 		typedTool(tool{name: "stop", destructive: true, idempotent: true, out: typeOf[wire.ExitResult](),

@@ -290,13 +290,11 @@ func (s *xsock) withAuth(p []byte) []byte {
 	return out
 }
 
-// xauthCookie finds the MIT-MAGIC-COOKIE-1 for a local display number in
-// $XAUTHORITY or ~/.Xauthority. It returns empty values when there is none,
-// which is right for servers started without access control (such as Xvfb).
-func xauthCookie(display int) (string, []byte) { return xauthCookieFrom("", display) }
-
-// xauthCookieFrom is xauthCookie reading path ("" is $XAUTHORITY, then
-// ~/.Xauthority): a desktop's Screen reads the desktop's own cookie file.
+// xauthCookieFrom finds the MIT-MAGIC-COOKIE-1 for a local display number
+// in path ("" is $XAUTHORITY, then ~/.Xauthority; a desktop's Screen reads
+// the desktop's own cookie file). It returns empty values when there is
+// none, which is right for servers started without access control (such as
+// Xvfb).
 func xauthCookieFrom(path string, display int) (string, []byte) {
 	if path == "" {
 		path = os.Getenv("XAUTHORITY")
