@@ -390,7 +390,15 @@ func resumeHint(pid int) string {
 // the worker, then records the session failed (host_death) with detail as
 // the reason, as when a worker dies by itself.
 func (m *Manager) forceKill(ctx context.Context, name string, workerPID int, workerStart uint64, programPID int, detail string) (*ExitInfo, error) {
-	m.attachMu.Lock()
+	// The session's lock is held from the kill to the record, so the
+	// worker's watcher, seeing it die, does not record it first as a
+	// worker that died by itself. It is that session's lock only: the
+	// wait for the kill delays nothing else.
+	unlock, err := m.lockSession(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	// The members are found before the worker dies: afterwards its
 	// children belong to another parent.
 	members := sessionMembers(programPID, workerPID, 0)
@@ -398,21 +406,14 @@ func (m *Manager) forceKill(ctx context.Context, name string, workerPID int, wor
 		syscall.Kill(workerPID, syscall.SIGKILL)
 	}
 	signalAll(programPID, members, syscall.SIGKILL)
-	deadline := time.Now().Add(killWait)
-	for processAlive(workerPID, workerStart) && time.Now().Before(deadline) {
-		select {
-		case <-time.After(5 * time.Millisecond):
-		case <-ctx.Done():
-			m.attachMu.Unlock()
-			return nil, ctx.Err()
-		}
+	if _, err := waitGone(ctx, workerPID, workerStart, killWait); err != nil {
+		return nil, err
 	}
 	man, err := readManifest(m.dir(name))
 	killed := err == nil && !man.Status.Terminal()
 	if killed {
 		m.markDead(name, man, detail)
 	}
-	m.attachMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
