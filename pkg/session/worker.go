@@ -685,8 +685,7 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	// OnRequestDone follows), so the worker never closes a connection
 	// between an answer and its delivery.
 	var counted sync.Map
-	var sc *rpc.Conn
-	sc = rpc.NewServerConn(c, rpc.ServeOptions{
+	sc := rpc.NewServerConn(c, rpc.ServeOptions{
 		ToError:    encodeError,
 		MayUpgrade: func(method string) bool { return method == mAttachStream },
 		OnRequestDone: func(req *rpc.Request, _ time.Duration, _ *rpc.Error) {
