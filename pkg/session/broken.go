@@ -183,7 +183,8 @@ func (m *Manager) stopBroken(ctx context.Context, name string, sig syscall.Signa
 // removeDir deletes a session's files. It needs no free space (nothing is
 // written): the directory is renamed out of the way first, so the name is
 // free at once and a crash mid-removal leaves no half session under it,
-// only a ".rm-" directory that Reconcile clears. Called with attachMu held.
+// only a ".rm-" directory that Reconcile clears. Called with the session's
+// lock held.
 func (m *Manager) removeDir(name string) error {
 	trash := filepath.Join(m.sessions, trashPrefix+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(m.dir(name), trash); err != nil {
@@ -224,8 +225,12 @@ func (m *Manager) reconcileBroken(ctx context.Context, name string, man *Manifes
 			strings.TrimPrefix(man.Reason, "it "), pid, how, name, name)
 		return ent
 	}
-	m.attachMu.Lock()
-	defer m.attachMu.Unlock()
+	unlock, err := m.lockSession(ctx, name)
+	if err != nil {
+		ent.Action, ent.Detail = ActionUnreachable, "reconcile ran out of time"
+		return ent
+	}
+	defer unlock()
 	if (man.Reason == noManifestReason || man.Reason == unfinishedReason) && !m.isSpawning(name) && !hasEvents(m.dir(name)) {
 		if err := m.removeDir(name); err == nil {
 			ent.Action, ent.After = ActionRemovedLeftover, StatusDestroyed

@@ -41,7 +41,7 @@
 // outlive upgrades.
 //
 // Ask, wait and an ask's wait for the program to be ready run on one
-// watcher loop (worker.watch, ask.go): it looks at the session under the
+// watcher loop (worker.watch, watch.go): it looks at the session under the
 // worker's lock on every change and when a decision function asks for a
 // later look; each operation is only its decision function.
 //
@@ -132,10 +132,16 @@
 //
 // The Manager pings every attached worker each second and keeps the answer
 // (health.go); List answers from those copies and a cached listing of
-// sessions/, never calling a worker, so it costs the same whatever the
-// workers do. Every call to a worker has a deadline: status-like calls
+// sessions/ (listcache.go), never calling a worker, so it costs the same
+// whatever the workers do. The worker answers a ping from a copy of its
+// status published at every change, without its mutex, which is held
+// across event-log and manifest writes. Every call to a worker has a
+// deadline (its callSpec, workercalls.go): status-like calls
 // statusCallTimeout, input inputCallTimeout, stop its grace and a margin,
-// ask and wait their callers' deadlines. A status-like call or ping that
+// ask and wait their callers' deadlines. Attaching to, judging and settling
+// a worker take only its session's lock (locks.go, with the lock order), so
+// a worker that does not answer delays nothing but calls on its own
+// session. A status-like call or ping that
 // misses its deadline makes the session StatusUnresponsive (reported, never
 // stored) with how long the worker has been silent; new calls on it are
 // refused, and calls in flight abandoned (long ones, an ask or a wait, only

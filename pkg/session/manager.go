@@ -67,12 +67,14 @@ type Manager struct {
 	log      zerolog.Logger
 	sessions string // StateDir/sessions
 
-	attachMu  sync.Mutex     // serialises attaching to (or judging) a worker
 	dirs      dirIndex       // the last listing of the sessions directory, for List
 	manifests *manifestWatch // which live sessions' manifests changed, for List
 
-	mu   sync.Mutex
-	live map[string]*handle
+	// mu guards the maps below; the lock order is in locks.go.
+	mu sync.Mutex
+	// locks are the sessions' locks (lockSession) taken or waited for.
+	locks map[string]*sessionLock
+	live  map[string]*handle
 	// unanswered are live sessions (by their manifests) whose worker is
 	// alive but did not answer an attach, since when: List reports them
 	// unresponsive too, as it does attached workers that stop answering.
@@ -153,7 +155,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		opts.SpawnTimeout = 15 * time.Second
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
-		live: map[string]*handle{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
+		live: map[string]*handle{}, locks: map[string]*sessionLock{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
 	m.life, m.endLife = context.WithCancel(context.Background())
 	m.SetTimeouts(Timeouts{})
 	if opts.Logger != nil {
@@ -315,9 +317,12 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		return nil, err
 	}
 	if !ready.OK {
+		// Let the worker exit before its directory goes; a caller that
+		// gives up stops the wait, not the cleanup.
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
 		}
 		m.log.Info().Str("session", req.Name).Str("reason", ready.Error).Msg("spawn failed")
 		return nil, &SpawnError{Name: req.Name, Reason: ready.Error}
@@ -330,6 +335,8 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		select {
 		case <-exited:
 		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 		if man, merr := readManifest(dir); merr == nil && man.Status.Terminal() {
 			m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Msg("session spawned and ended")
@@ -463,10 +470,18 @@ func logTail(path string) string {
 	return s
 }
 
-// attach connects to a live worker and starts watching it.
+// attachTimeout bounds one attach's dial and hello, counted from when the
+// session's lock is held.
+const attachTimeout = 2 * time.Second
+
+// attach connects to a live worker and starts watching it. It holds the
+// session's lock across the dial and hello, and only that.
 func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
-	m.attachMu.Lock()
-	defer m.attachMu.Unlock()
+	unlock, err := m.lockSession(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	m.mu.Lock()
 	if h := m.live[name]; h != nil && h.client.Err() == nil {
 		m.mu.Unlock()
@@ -477,7 +492,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	if closed {
 		return nil, errClosed
 	}
-	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, attachTimeout)
 	defer cancel()
 	c, err := rpc.Dial(dctx, m.socket(name), rpc.ClientOptions{})
 	if err != nil {
@@ -533,11 +548,12 @@ func (m *Manager) watch(h *handle) {
 			return
 		}
 		if !processAlive(h.workerPID, h.workerStart) {
-			m.attachMu.Lock()
+			// Not bounded by the Manager's life: a settle begun is finished.
+			unlock, _ := m.lockSession(context.Background(), h.name)
 			if man, err := m.readState(h.name); err == nil && !man.Status.Terminal() && man.Status != StatusBroken {
 				m.settleGone(h.name, man, fmt.Sprintf("worker %d died", h.workerPID), h.knownExit())
 			}
-			m.attachMu.Unlock()
+			unlock()
 			return
 		}
 		if time.Now().After(deadline) {
@@ -591,8 +607,11 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 		return h, nil, nil
 	}
 	// No worker answers: judge it.
-	m.attachMu.Lock()
-	defer m.attachMu.Unlock()
+	unlock, lerr := m.lockSession(ctx, name)
+	if lerr != nil {
+		return nil, nil, lerr
+	}
+	defer unlock()
 	man, rerr := m.readState(name)
 	if rerr != nil {
 		return nil, nil, rerr
@@ -627,46 +646,16 @@ func (m *Manager) settleEnded(ctx context.Context, h *handle) (*Manifest, error)
 	if err != nil || !man.Status.Terminal() {
 		return nil, err
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for processAlive(h.workerPID, h.workerStart) && time.Now().Before(deadline) {
-		select {
-		case <-time.After(2 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if _, err := waitGone(ctx, h.workerPID, h.workerStart, 3*time.Second); err != nil {
+		return nil, err
 	}
 	return man, nil
 }
 
-// callTimeout is the deadline of a worker method beyond its caller's: the
-// status-like ones get statusCallTimeout, input gets inputCallTimeout.
-// Asks and waits have their own deadlines, given by their callers and kept
-// by the worker; the heartbeat still ends them if the worker stops
-// answering (see callWorker).
-func callTimeout(method string) time.Duration {
-	switch method {
-	case mStatus, mHello, mSnapshot, mResize, mCancel:
-		return statusCallTimeout
-	case mSend, mRecord:
-		return inputCallTimeout
-	}
-	return 0
-}
-
-// endedIn reports whether a call's result says the program ended.
-func endedIn(result any) bool {
-	switch r := result.(type) {
-	case *WaitResult:
-		return r.Reason == ReasonExited
-	case *AskResult:
-		return r.Reason == ReasonExited
-	}
-	return false
-}
-
-// call runs a worker method for op on name's live worker, within
-// callTimeout(method) and only while the worker answers (callWorker).
-func (m *Manager) call(ctx context.Context, name, op, method string, params, result any) error {
+// call runs the worker call c for name's live worker, within c.timeout
+// and only while the worker answers (callWorker); see workercalls.go.
+func (m *Manager) call(ctx context.Context, name string, c callSpec, params, result any) error {
+	op := c.op
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
 		return err
@@ -674,9 +663,9 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	if h == nil {
 		return statusError(name, man.Status, man.Termination, op)
 	}
-	err = m.callWorker(ctx, h, op, method, params, result, callTimeout(method))
+	err = m.callWorker(ctx, h, op, c.method, params, result, c.timeout)
 	if err == nil {
-		if endedIn(result) {
+		if c.ended != nil && c.ended() {
 			// The program has ended: what List shows must say so before
 			// the caller, told it ended, looks. Failing that, the worker
 			// is exiting and its watcher settles the session from disk.
@@ -688,10 +677,8 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 		return ctx.Err()
 	}
 	if isUnresponsive(err) {
-		// The worker stopped answering. An ask it still holds would keep
-		// the session's ask lock once it resumes: cancel it then.
-		if p, ok := params.(askParams); ok && method == mAsk {
-			h.afterResume(func() { m.cancelAsk(name, p.ID) })
+		if c.abandoned != nil {
+			c.abandoned(h)
 		}
 		return err
 	}
@@ -710,6 +697,8 @@ func (m *Manager) call(ctx context.Context, name, op, method string, params, res
 	select {
 	case <-h.gone:
 	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return m.brokeDuring(name, op)
 }
@@ -826,6 +815,8 @@ func (m *Manager) Status(ctx context.Context, name string) (*Info, error) {
 		select {
 		case <-h.gone:
 		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 		if man, err = m.readState(name); err != nil {
 			return nil, err
@@ -1075,7 +1066,7 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 				return err
 			}
 		}
-		return m.removeLocked(name)
+		return m.removeSession(ctx, name)
 	}
 	if h != nil {
 		if man, err = m.settleEnded(ctx, h); err != nil {
@@ -1098,22 +1089,21 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 		}
 		if h != nil {
 			// Let the worker finish writing before its files go.
-			deadline := time.Now().Add(3 * time.Second)
-			for processAlive(h.workerPID, h.workerStart) && time.Now().Before(deadline) {
-				select {
-				case <-time.After(5 * time.Millisecond):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+			if _, err := waitGone(ctx, h.workerPID, h.workerStart, 3*time.Second); err != nil {
+				return err
 			}
 		}
 	}
-	return m.removeLocked(name)
+	return m.removeSession(ctx, name)
 }
 
-func (m *Manager) removeLocked(name string) error {
-	m.attachMu.Lock()
-	defer m.attachMu.Unlock()
+// removeSession deletes name's files under its lock.
+func (m *Manager) removeSession(ctx context.Context, name string) error {
+	unlock, err := m.lockSession(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := m.removeDir(name); err != nil {
 		return err
 	}

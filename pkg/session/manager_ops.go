@@ -56,15 +56,14 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	}
 	m.Timeouts().fillAsk(&req)
 	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
-	var res AskResult
-	err := m.call(ctx, req.Name, "ask", mAsk, askParams{ID: id, AskRequest: req}, &res)
+	res, err := m.askWorker(ctx, req.Name, askParams{ID: id, AskRequest: req})
 	if err != nil {
 		if ctx.Err() != nil {
 			m.cancelAsk(req.Name, id)
 		}
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
 }
 
 // askCancelTimeout bounds telling a worker that an ask was cancelled.
@@ -89,7 +88,7 @@ func (m *Manager) RecordAsk(ctx context.Context, name, question, answer, reason 
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	return m.call(ctx, name, "record an ask", mRecord, recordParams{Question: question, Answer: answer, Reason: reason}, nil)
+	return m.recordWorker(ctx, name, recordParams{Question: question, Answer: answer, Reason: reason})
 }
 
 // Send delivers text, keys by name (see KeyBytes), or text then keys, to a
@@ -116,7 +115,7 @@ func (m *Manager) Send(ctx context.Context, req SendRequest) error {
 		}
 		data = append(data, b...)
 	}
-	return m.call(ctx, req.Name, "send", mSend, sendParams{Data: data}, nil)
+	return m.sendWorker(ctx, req.Name, sendParams{Data: data})
 }
 
 // Snapshot returns the screen as a person sees it. For an ended session it
@@ -127,9 +126,8 @@ func (m *Manager) Snapshot(ctx context.Context, name string) (*Snapshot, error) 
 		return nil, err
 	}
 	if h != nil {
-		var s Snapshot
-		if err := m.call(ctx, name, "snapshot", mSnapshot, nil, &s); err == nil {
-			return &s, nil
+		if s, err := m.snapshotWorker(ctx, name); err == nil {
+			return s, nil
 		} else if !errors.Is(err, ErrInvalidStatus) {
 			return nil, err
 		}
@@ -200,13 +198,12 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 		return nil, err
 	}
 	if h != nil {
-		var res WaitResult
-		err := m.call(ctx, req.Name, "wait", mWait, req, &res)
+		res, err := m.waitWorker(ctx, req)
 		if err == nil || !req.Exit || !errors.Is(err, ErrInvalidStatus) {
 			if err != nil {
 				return nil, err
 			}
-			return &res, nil
+			return res, nil
 		}
 		// The worker went away with the program: that is the exit.
 		if man, err = m.readState(req.Name); err != nil {
@@ -232,7 +229,7 @@ func (m *Manager) Resize(ctx context.Context, name string, cols, rows int) error
 	if err := validateSize(cols, rows); err != nil {
 		return err
 	}
-	return m.call(ctx, name, "resize", mResize, resizeParams{Cols: cols, Rows: rows}, nil)
+	return m.resizeWorker(ctx, name, resizeParams{Cols: cols, Rows: rows})
 }
 
 // Logs delivers the session's events from FromSeq (or Since, or the last
@@ -362,7 +359,8 @@ func followLog(ctx context.Context, req LogsRequest, dir string, poll func(func(
 // worker is gone failed (host_death), reporting what it found and did. A
 // session it cannot judge (its socket exists but does not answer, or its
 // worker lives without a socket) is left as it is and reported. It is
-// bounded in time: each worker gets 2 s, and ctx bounds the whole.
+// bounded in time: each worker gets attachTimeout from when its session's
+// lock is held, and ctx bounds the whole.
 func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	start := time.Now()
 	ents, err := os.ReadDir(m.sessions)
@@ -443,9 +441,9 @@ func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry 
 		ent.Action, ent.Detail = ActionAttached, "already attached"
 		return ent
 	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_, aerr := m.attach(cctx, name)
+	// attach bounds its dial and hello (attachTimeout) from when it holds
+	// the session's lock: a worker does not lose its time to another's.
+	_, aerr := m.attach(ctx, name)
 	if aerr == nil {
 		ent.Action = ActionAttached
 		if man2, err := readManifest(m.dir(name)); err == nil {
@@ -453,8 +451,12 @@ func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry 
 		}
 		return ent
 	}
-	m.attachMu.Lock()
-	defer m.attachMu.Unlock()
+	unlock, err := m.lockSession(ctx, name)
+	if err != nil {
+		ent.Action, ent.Detail = ActionUnreachable, "reconcile ran out of time"
+		return ent
+	}
+	defer unlock()
 	if man, err = readManifest(m.dir(name)); err != nil {
 		ent.Action, ent.Detail = ActionUnreachable, err.Error()
 		return ent

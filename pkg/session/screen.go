@@ -126,16 +126,6 @@ func (s *screen) rowText(b *strings.Builder, y int) string {
 	return cellsText(b, s.emu.Width(), false, func(x int) *uv.Cell { return s.emu.CellAt(x, y) })
 }
 
-// cursorLine returns the text of the row the cursor is on.
-func (s *screen) cursorLine() string {
-	p := s.emu.CursorPosition()
-	if p.Y < 0 || p.Y >= s.emu.Height() {
-		return ""
-	}
-	var b strings.Builder
-	return s.rowText(&b, p.Y)
-}
-
 // beforeCursor is the cursor's row up to the cursor, spaces kept (a
 // prompt such as ">>> " ends in one), and whether the row is blank after
 // the cursor.

@@ -31,7 +31,7 @@ type unwritten struct {
 
 // markDead settles name, whose worker is gone, with no word from a handle
 // (reconcile, an attach that found the worker dead, stop --force).
-// Called with attachMu held.
+// Called with the session's lock held.
 func (m *Manager) markDead(name string, man *Manifest, detail string) {
 	m.settleGone(name, man, detail, nil)
 }
@@ -48,7 +48,7 @@ func (h *handle) knownExit() *ExitInfo {
 }
 
 // settleGone records the end of a session whose worker is gone, and kills
-// whatever of its program may be left. Called with attachMu held.
+// whatever of its program may be left. Called with the session's lock held.
 func (m *Manager) settleGone(name string, man *Manifest, detail string, known *ExitInfo) {
 	if man.ProgramPID > 0 {
 		signalAll(man.ProgramPID, sessionMembers(man.ProgramPID, 0, 0), syscall.SIGKILL)

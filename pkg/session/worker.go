@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,6 +111,12 @@ type worker struct {
 	inMu    sync.Mutex    // serialises writes to the master
 	askSem  chan struct{} // one ask at a time
 	askWait chan struct{} // closed and replaced when an ask ends
+
+	// published is the session's status as of the last change, kept by
+	// publishLocked: what status and hello answer without taking mu, which
+	// is held across event-log and manifest writes (fsyncs), so a slow disk
+	// does not make a healthy worker miss its heartbeat.
+	published atomic.Pointer[liveStatus]
 
 	mu           sync.Mutex // guards everything below
 	elog         *eventLog
@@ -431,11 +438,26 @@ func (w *worker) appendLocked(ev *Event) {
 		w.logErr = false
 		w.log.Info().Msg("event log writable again; the gap is recorded")
 	}
+	w.publishLocked()
 }
 
 func (w *worker) broadcastLocked() {
+	w.publishLocked()
 	close(w.changed)
 	w.changed = make(chan struct{})
+}
+
+// publishLocked stores the status liveStatus answers with. Every change of
+// what it holds publishes before mu is released (an event appended, a
+// broadcast, or explicitly), so an answer read without mu is one that a
+// reader under mu could have seen.
+func (w *worker) publishLocked() {
+	st := liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
+		Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
+	if w.scr != nil {
+		st.Cols, st.Rows = w.scr.size()
+	}
+	w.published.Store(&st)
 }
 
 // queueReply hands a terminal reply to the reply pump; replies are dropped
@@ -468,6 +490,7 @@ func (w *worker) writeInput(ctx context.Context, data []byte, record bool) error
 		ev := Event{Type: EventInput, Data: data}
 		w.appendLocked(&ev)
 		w.lastActivity = time.Now()
+		w.publishLocked()
 		w.mu.Unlock()
 	}
 	dl := time.Now().Add(inputTimeout)
@@ -662,8 +685,7 @@ func (w *worker) serveConn(ctx context.Context, c net.Conn) {
 	// OnRequestDone follows), so the worker never closes a connection
 	// between an answer and its delivery.
 	var counted sync.Map
-	var sc *rpc.Conn
-	sc = rpc.NewServerConn(c, rpc.ServeOptions{
+	sc := rpc.NewServerConn(c, rpc.ServeOptions{
 		ToError:    encodeError,
 		MayUpgrade: func(method string) bool { return method == mAttachStream },
 		OnRequestDone: func(req *rpc.Request, _ time.Duration, _ *rpc.Error) {
@@ -697,80 +719,24 @@ func decodeParams(req *rpc.Request, v any) error {
 	return nil
 }
 
+// handle serves one request by the worker's route table.
 func (w *worker) handle(ctx context.Context, sc *rpc.Conn, req *rpc.Request) (any, error) {
-	switch req.Method {
-	case mHello:
-		st := w.liveStatus()
-		st.TokenDigest = w.tokenDigest
-		return st, nil
-	case mStatus:
-		return w.liveStatus(), nil
-	case mSend:
-		var p sendParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		if err := w.requireRunning("send"); err != nil {
-			return nil, err
-		}
-		return nil, w.writeInput(ctx, p.Data, true)
-	case mAsk:
-		var p askParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		return w.ask(ctx, p)
-	case mCancel:
-		var p cancelParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		w.cancelAsk(p.ID)
-		return nil, nil
-	case mRecord:
-		var p recordParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		w.recordChannelAsk(p)
-		return nil, nil
-	case mWait:
-		var p waitParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		return w.wait(ctx, p)
-	case mSnapshot:
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.screenLocked().snapshot(w.spec.Name, w.elog.seq), nil
-	case mResize:
-		var p resizeParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		return nil, w.resize(p.Cols, p.Rows)
-	case mStop:
-		var p stopParams
-		if err := decodeParams(req, &p); err != nil {
-			return nil, err
-		}
-		return w.stop(ctx, p)
-	case mAttach:
-		return nil, w.attach(ctx, sc)
-	case mAttachStream:
-		return w.attachStream()
+	if r, ok := workerRoutes[req.Method]; ok {
+		return r(w, ctx, sc, req)
 	}
 	return nil, rpc.Errorf(codeUnknownMethod, "worker has no method %q", req.Method)
 }
 
+// liveStatus is the session's status as last published: it takes no lock,
+// so it never waits for a disk write.
 func (w *worker) liveStatus() liveStatus {
+	if st := w.published.Load(); st != nil {
+		return *st
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c, r := w.screenLocked().size()
-	return liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
-		Cols: c, Rows: r, Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit,
-	}
+	w.publishLocked()
+	return *w.published.Load()
 }
 
 func (w *worker) requireRunning(op string) error {
@@ -900,6 +866,7 @@ func (w *worker) recordChannelAsk(p recordParams) {
 	ev = Event{Type: EventAnswer, Text: p.Answer, Reason: p.Reason}
 	w.appendLocked(&ev)
 	w.asks++
+	w.publishLocked()
 }
 
 // subscriber is an attached terminal's queue of output.
