@@ -3,6 +3,7 @@
 GO      ?= go
 PREFIX  ?= $(HOME)/.local
 BIN     ?= bin
+STATICCHECK ?= v0.8.2
 
 # DESTDIR stages an install (for a package): files go under it, while the
 # paths written into them (the unit's ExecStart) are the final ones.
@@ -55,6 +56,8 @@ test: export AGENTD_TESTHOME_CHECK = fail
 test:
 	@fmt="$$(gofmt -l cmd pkg internal test)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
+	# staticcheck, pinned (the module proxy serves it; go run caches the build).
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...
 	# Every test binary runs in a private home (internal/testhome) and fails
 	# if anything appears in the real HOME or temp directory.
 	$(GO) test -race -count=1 -timeout 15m ./...
