@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -57,6 +58,10 @@ func pendingConnections(t *testing.T, path string) int {
 func TestReconcileAttachesHealthyBesideStopped(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t)
+	// The stopped workers' attaches wait 20 s, not 2: "healthy attached
+	// while the stopped still wait" must not depend on how fast a loaded
+	// machine attaches six workers.
+	e.opts.AttachTimeout = 20 * time.Second
 	m1 := e.manager(t)
 	var infos []*Info
 	for i := range 8 {
@@ -131,13 +136,19 @@ func TestSpawnDoesNotWaitBehindStopped(t *testing.T) {
 	m1 := e.manager(t)
 	a, b := spawn(t, m1, "sa", "cat"), spawn(t, m1, "sb", "cat")
 	m1.Close()
+	// The status calls wait out a hello of 60 s, not 2, and are canceled
+	// once the spawn is judged: a spawn that waited behind them could not
+	// return first, however slow the machine.
+	e.opts.AttachTimeout = 60 * time.Second
 	m2 := e.manager(t)
 	stopWorkers(t, a, b)
 
 	returned := make(chan string, 3)
+	statusCtx, cancelStatus := context.WithCancel(t.Context())
+	defer cancelStatus()
 	for _, name := range []string{a.Name, a.Name, b.Name} {
 		go func() {
-			_, err := m2.Status(testCtx(t, 30*time.Second), name)
+			_, err := m2.Status(statusCtx, name)
 			returned <- fmt.Sprintf("status %s: %v", name, err)
 		}()
 	}
@@ -153,6 +164,7 @@ func TestSpawnDoesNotWaitBehindStopped(t *testing.T) {
 	default:
 	}
 	t.Logf("spawn took %s with three status calls in flight on stopped workers", took)
+	cancelStatus()
 	for range 3 {
 		<-returned
 	}

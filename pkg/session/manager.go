@@ -51,6 +51,11 @@ type ManagerOptions struct {
 	// SpawnTimeout bounds how long a worker may take to start its program;
 	// zero is 15 s.
 	SpawnTimeout time.Duration
+	// AttachTimeout bounds one attach's dial and hello of a live worker,
+	// counted from when the session's lock is held; zero is
+	// DefaultAttachTimeout. Tests that must tell "waited behind a stopped
+	// worker" from "the machine is slow" make it long.
+	AttachTimeout time.Duration
 	// Logger receives the Manager's own diagnostics (never what a user
 	// typed or asked); nil discards them.
 	Logger *zerolog.Logger
@@ -470,9 +475,18 @@ func logTail(path string) string {
 	return s
 }
 
-// attachTimeout bounds one attach's dial and hello, counted from when the
-// session's lock is held.
-const attachTimeout = 2 * time.Second
+// DefaultAttachTimeout bounds one attach's dial and hello, counted from
+// when the session's lock is held: a healthy worker answers hello in
+// milliseconds, and a stopped one must not hold a caller for long.
+const DefaultAttachTimeout = 2 * time.Second
+
+// attachTimeout is ManagerOptions.AttachTimeout or its default.
+func (m *Manager) attachTimeout() time.Duration {
+	if m.opts.AttachTimeout > 0 {
+		return m.opts.AttachTimeout
+	}
+	return DefaultAttachTimeout
+}
 
 // attach connects to a live worker and starts watching it. It holds the
 // session's lock across the dial and hello, and only that.
@@ -492,7 +506,7 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 	if closed {
 		return nil, errClosed
 	}
-	dctx, cancel := context.WithTimeout(ctx, attachTimeout)
+	dctx, cancel := context.WithTimeout(ctx, m.attachTimeout())
 	defer cancel()
 	c, err := rpc.Dial(dctx, m.socket(name), rpc.ClientOptions{})
 	if err != nil {
