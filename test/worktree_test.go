@@ -193,6 +193,11 @@ func TestWorktreeBadInput(t *testing.T) {
 	if _, errOut, code := h.agentctl("", "spawn", "x", "--worktree-dir", "/tmp/x", "--", "true"); code != 2 || !strings.Contains(errOut, "--worktree-dir needs --worktree") {
 		t.Errorf("--worktree-dir alone: exit %d, stderr %q", code, errOut)
 	}
+	for _, args := range [][]string{{"diff", "--help"}, {"spawn", "--help"}, {"rm", "--help"}} {
+		if out, _, code := h.agentctl("", args...); code != 0 || !strings.Contains(out, "worktree") {
+			t.Errorf("agentctl %s: exit %d, no word of worktrees:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
 	if _, errOut, code := h.agentctl("", "diff", "nosuch"); code != 13 {
 		t.Errorf("diff of no session: exit %d, stderr %q", code, errOut)
 	}

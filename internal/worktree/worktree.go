@@ -161,7 +161,9 @@ func Create(ctx context.Context, req Request) (*Record, string, error) {
 	if _, err := git(ctx, req.Cwd, args...); err != nil {
 		os.RemoveAll(dir)
 		git(context.WithoutCancel(ctx), req.Cwd, "worktree", "prune")
-		return nil, "", err
+		// What git refuses here is the request (a branch another spawn
+		// took meanwhile, a directory it cannot make): git says which.
+		return nil, "", invalidf("%v", err)
 	}
 	rec := &Record{Repo: repo, Path: dir, Branch: branch, Base: base, NewBranch: newBranch}
 	cwd := dir
