@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrInvalid marks a request that cannot be carried out as given (not a
@@ -121,6 +122,11 @@ func Create(ctx context.Context, req Request) (*Record, string, error) {
 	if _, err := os.Stat(filepath.Join(top, ".gitmodules")); err == nil {
 		return nil, "", invalidf("repository %s has submodules, which a new worktree would have to clone again from their URLs; spawn without --worktree, or make the worktree by hand (git worktree add, git submodule update --init) and spawn there", top)
 	}
+	// git does not lock a branch against two `worktree add` at once (both
+	// succeed), so creates in one repository take turns from the check of
+	// the branch to its checkout.
+	unlock := lockRepo(common)
+	defer unlock()
 	branch, newBranch := req.Branch, true
 	if branch == "" {
 		branch = req.Name
@@ -173,6 +179,30 @@ func Create(ctx context.Context, req Request) (*Record, string, error) {
 		}
 	}
 	return rec, cwd, nil
+}
+
+// repoLocks serialises Create per repository (by its common git
+// directory) within this process; one agentd serves a person, so that is
+// every create agentd makes. Entries stay: one small mutex per repository
+// ever used.
+var repoLocks struct {
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+func lockRepo(common string) (unlock func()) {
+	repoLocks.mu.Lock()
+	if repoLocks.m == nil {
+		repoLocks.m = map[string]*sync.Mutex{}
+	}
+	l := repoLocks.m[common]
+	if l == nil {
+		l = &sync.Mutex{}
+		repoLocks.m[common] = l
+	}
+	repoLocks.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // checkedOut returns the worktree in which branch is checked out, or "".

@@ -201,3 +201,38 @@ func TestCreateRefuses(t *testing.T) {
 		t.Fatalf("a refused create made a branch: %q", got)
 	}
 }
+
+// TestConcurrentCreateOneBranch: two creates of one existing branch at
+// once; git's own locking lets exactly one check it out, and the other is
+// refused as invalid with nothing left behind.
+func TestConcurrentCreateOneBranch(t *testing.T) {
+	hermetic(t)
+	ctx := context.Background()
+	repo := newRepo(t)
+	run(t, repo, "branch", "shared")
+	root := t.TempDir()
+	errs := make(chan error, 2)
+	for _, name := range []string{"one", "two"} {
+		go func() {
+			_, _, err := Create(ctx, Request{Cwd: repo, Name: name, Branch: "shared", Root: root})
+			errs <- err
+		}()
+	}
+	var ok, refused int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrInvalid):
+			refused++
+		default:
+			t.Fatalf("not an invalid request: %v", err)
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("%d created, %d refused; want one each", ok, refused)
+	}
+	if n := strings.Count(run(t, repo, "worktree", "list", "--porcelain"), "branch refs/heads/shared"); n != 1 {
+		t.Fatalf("shared is checked out %d times", n)
+	}
+}
