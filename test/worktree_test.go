@@ -139,6 +139,9 @@ func TestWorktreeBranchAndDir(t *testing.T) {
 		return strings.Contains(h.ctl(0, "snapshot", "feat"), filepath.Join(dir, "sub"))
 	})
 	d := h.diffJSON("feat")
+	if st := h.ctl(0, "status", "feat"); !strings.Contains(st, "worktree:") || !strings.Contains(st, dir+", branch feature from ") {
+		t.Fatalf("status shows no worktree:\n%s", st)
+	}
 	if d.Path != dir || d.Branch != "feature" {
 		t.Fatalf("diff: %+v", d)
 	}

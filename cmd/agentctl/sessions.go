@@ -450,6 +450,9 @@ func printStatus(w io.Writer, r any) error {
 	}
 	row("command", shellJoin(s.Argv))
 	row("cwd", s.Cwd)
+	if w := s.Worktree; w != nil {
+		row("worktree", fmt.Sprintf("%s, branch %s from %.12s, of %s (agentctl diff %s)", w.Path, w.Branch, w.Base, w.Repo, s.Name))
+	}
 	// The JSON keeps the daemon's pids as it answered them (the
 	// result is the daemon's); a person is told they are history.
 	pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)

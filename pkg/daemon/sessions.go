@@ -442,6 +442,9 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 		s.EndedAt = *m.EndedAt
 	}
 	s.Launcher, s.Unit = launcherOf(i)
+	if w := m.Worktree; w != nil {
+		s.Worktree = &wire.Worktree{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base}
+	}
 	return s
 }
 

@@ -109,6 +109,9 @@ type SessionStatus struct {
 	// cgroup and under its restrictions); empty once the session ended.
 	Launcher string `json:"launcher,omitempty"`
 	Unit     string `json:"unit,omitempty"`
+	// Worktree is the session's own git worktree (spawn with Worktree);
+	// agent.diff shows its changes.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.

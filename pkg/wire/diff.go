@@ -11,6 +11,16 @@ type DiffParams struct {
 	Name string `json:"name"`
 }
 
+// Worktree is a session's own git worktree: the main repository's top
+// directory, the worktree's, its branch and the commit the session
+// started from.
+type Worktree struct {
+	Repo   string `json:"repo"`
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+}
+
 // DiffResult is a session's worktree and its changes since the session
 // started: Patch is `git diff BASE` in the worktree (committed and
 // uncommitted changes to tracked files), Untracked the new files git does
