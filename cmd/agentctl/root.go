@@ -77,7 +77,7 @@ func verbTable() []namedVerb {
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb}, {"desktop", desktopVerb},
 		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
-		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb},
+		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb}, {"diff", diffVerb},
 	}, extraVerbs()...)
 }
 

@@ -25,14 +25,19 @@ func spawnVerb() verb {
 	var cpuWeight int
 	var envs []string
 	var keepDesk bool
+	var worktree, worktreeDir string
 	return verb{
-		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] [--desktop NAME|new [--keep-desktop]] -- COMMAND [ARGS...]", summary: "start a program in a new session",
+		use: "spawn NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--memory-max SIZE] [--cpu-weight N] [--desktop NAME|new [--keep-desktop]] [--worktree [BRANCH] [--worktree-dir DIR]] -- COMMAND [ARGS...]", summary: "start a program in a new session",
 		long: "Start COMMAND in a new session called NAME, in a pseudo-terminal of its own.\n\n" +
 			"The program runs in the current directory, as a shell would run it; --cwd names another,\n" +
 			"relative to the current one. Names are [a-z0-9][a-z0-9._-]{0,62}.\n\n" +
 			"Under a systemd user manager the session runs as a unit of its own, agentd-session-NAME.service,\n" +
-			"with the rights of a program started from your terminal; --memory-max and --cpu-weight bound it.",
-		example: "  agentctl spawn py -- python3 -i\n  agentctl spawn build --cwd ../proj --env CI=1 -- make test",
+			"with the rights of a program started from your terminal; --memory-max and --cpu-weight bound it.\n\n" +
+			"--worktree runs the program in a git worktree of its own, made from the repository the directory\n" +
+			"is in, on a new branch named after the session (or BRANCH: an existing branch checked out nowhere\n" +
+			"else, or a new one), under agentd's state directory or --worktree-dir. agentctl diff NAME shows its\n" +
+			"changes; rm removes it when it holds nothing unmerged.",
+		example: "  agentctl spawn py -- python3 -i\n  agentctl spawn build --cwd ../proj --env CI=1 -- make test\n  agentctl spawn fix --worktree -- claude\n  agentctl spawn fix2 --worktree fix-2 --worktree-dir ~/wt/fix2 -- codex",
 		args:    cobra.ArbitraryArgs,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&cwd, "cwd", "", "working directory (default: the current one)")
@@ -41,12 +46,19 @@ func spawnVerb() verb {
 			fs.StringVar(&memoryMax, "memory-max", "", "memory the session may use, e.g. 4G or 512M (its unit's MemoryMax; needs a systemd user manager)")
 			fs.IntVar(&cpuWeight, "cpu-weight", 0, "the session's CPU share, 1 to 10000; 100 is every unit's (needs a systemd user manager)")
 			spawnDesktopFlags(fs, &desk, &keepDesk)
+			fs.StringVar(&worktree, "worktree", "", "run in a git worktree of its own, on a new branch named after the session or on BRANCH")
+			fs.Lookup("worktree").NoOptDefVal = worktreeOwnBranch
+			fs.StringVar(&worktreeDir, "worktree-dir", "", "with --worktree: the worktree's directory (default: under agentd's state directory)")
 		},
 		complete:     completeCommand,
 		flagComplete: map[string]completeKind{"cwd": completeDirs, "env": completeNone, "size": completeNone},
 		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p, err := spawnParams(e, args, cwd, size, envs, "spawn")
+			pos, cmdline := worktreeArgs(e, args, &worktree)
+			p, err := spawnParamsOf(e, pos, cmdline, cwd, size, envs, "spawn")
 			if err != nil {
+				return nil, err
+			}
+			if err := worktreeParams(&p, e, worktree, worktreeDir); err != nil {
 				return nil, err
 			}
 			p.CPUWeight, p.Desktop, p.KeepDesktop = cpuWeight, desk, keepDesk
@@ -109,6 +121,11 @@ func parseBytes(s string) (int64, error) {
 // the flags.
 func spawnParams(e *env, args []string, cwd, size string, envs []string, verbName string) (wire.SpawnParams, error) {
 	pos, command := splitDash(e.cmd, args)
+	return spawnParamsOf(e, pos, command, cwd, size, envs, verbName)
+}
+
+// spawnParamsOf is spawnParams on a command line already split at --.
+func spawnParamsOf(e *env, pos, command []string, cwd, size string, envs []string, verbName string) (wire.SpawnParams, error) {
 	if len(command) == 0 && len(pos) > 1 {
 		// spawn x sleep 10: the command was meant, without its --.
 		return wire.SpawnParams{}, usagef("%s takes its command after --: agentctl %s %s -- %s", verbName, verbName, safeText(pos[0]), safeText(shellJoin(pos[1:])))
@@ -433,6 +450,9 @@ func printStatus(w io.Writer, r any) error {
 	}
 	row("command", shellJoin(s.Argv))
 	row("cwd", s.Cwd)
+	if w := s.Worktree; w != nil {
+		row("worktree", fmt.Sprintf("%s, branch %s from %.12s, of %s (agentctl diff %s)", w.Path, w.Branch, w.Base, w.Repo, s.Name))
+	}
 	// The JSON keeps the daemon's pids as it answered them (the
 	// result is the daemon's); a person is told they are history.
 	pids := fmt.Sprintf("program %d, worker %d", s.ProgramPID, s.WorkerPID)
@@ -522,7 +542,10 @@ func rmVerb() verb {
 		use: "rm NAME... [--all] [--force]", summary: "remove ended sessions and their files (--force stops running ones first)",
 		long: "Remove ended sessions and their files; --force stops a running one first. --all removes every\n" +
 			"ended session (with --force, every session). One that fails does not stop the others; the exit\n" +
-			"status is the first failure's.",
+			"status is the first failure's.\n\n" +
+			"A session's own git worktree (spawn --worktree) goes with it when it is clean; rm refuses, naming\n" +
+			"the files and commits, while it holds uncommitted changes or commits on no other branch.\n" +
+			"--force removes the worktree's directory anyway and keeps its branch.",
 		args: cobra.ArbitraryArgs, complete: completeSession,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&p.Force, "force", false, "stop a running session first")

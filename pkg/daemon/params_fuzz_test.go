@@ -57,6 +57,9 @@ func (nullSessions) Attach(context.Context, string, io.ReadWriter) error { retur
 func (nullSessions) Vouch(context.Context, string, int, string) (bool, string, error) {
 	return true, "", nil
 }
+func (nullSessions) Diff(context.Context, string) (*session.WorktreeDiff, error) {
+	return &session.WorktreeDiff{}, nil
+}
 
 // nullScreen is a screen that does everything and shows nothing.
 type nullScreen struct{}

@@ -31,6 +31,7 @@ type Sessions interface {
 	Logs(ctx context.Context, req session.LogsRequest, fn func(session.Event) error) error
 	Reconcile(ctx context.Context) (*session.ReconcileReport, error)
 	Attach(ctx context.Context, name string, rw io.ReadWriter) error
+	Diff(ctx context.Context, name string) (*session.WorktreeDiff, error)
 }
 
 // sessionRoutes are the agent.* session methods.
@@ -49,6 +50,7 @@ func (d *Daemon) sessionRoutes() []Route {
 		{Method: wire.MethodWait, Lasts: Long, Handle: d.wait},
 		{Method: wire.MethodResize, Mutates: true, Handle: d.resize},
 		{Method: wire.MethodAttach, Mutates: true, Upgrades: true, Lasts: Long, Handle: d.attach},
+		{Method: wire.MethodDiff, Handle: d.diff},
 	}
 }
 
@@ -68,6 +70,11 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 	}
 	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows,
 		Limits: session.Limits{MemoryMax: p.MemoryMax, CPUWeight: p.CPUWeight}}
+	if p.Worktree {
+		req.Worktree = &session.WorktreeRequest{Branch: p.WorktreeBranch, Dir: p.WorktreeDir}
+	} else if p.WorktreeBranch != "" || p.WorktreeDir != "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "worktree_branch and worktree_dir need worktree: true")
+	}
 	for k, v := range p.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, wire.Errorf(wire.CodeInvalidParams, "environment variable name %q is not allowed: names are non-empty and hold no '=' or NUL", k)
@@ -92,6 +99,20 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 		return nil, err
 	}
 	return sessionStatus(info), nil
+}
+
+// diff answers agent.diff: a session's worktree changes since it started.
+func (d *Daemon) diff(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.DiffParams](call)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.sessions.Diff(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.DiffResult{Name: p.Name, Repo: r.Repo, Path: r.Path, Branch: r.Branch, Base: r.Base,
+		Patch: r.Patch, Untracked: r.Untracked}, nil
 }
 
 func (d *Daemon) status(ctx context.Context, call *Call) (any, error) {
@@ -421,6 +442,9 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 		s.EndedAt = *m.EndedAt
 	}
 	s.Launcher, s.Unit = launcherOf(i)
+	if w := m.Worktree; w != nil {
+		s.Worktree = &wire.Worktree{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base}
+	}
 	return s
 }
 

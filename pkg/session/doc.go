@@ -82,6 +82,9 @@
 //	sessions/<name>/events.jsonl      the event log, one JSON record per line
 //	sessions/<name>/events.jsonl.1    the previous part after rotation
 //	sessions/<name>/worker.log        the worker's own diagnostics (stderr)
+//	worktrees/<repo>-<hash>/<name>/   a spawn --worktree session's git worktree
+//	                                  (internal/worktree; its record is in the
+//	                                  manifest, and Remove removes it first)
 //
 // and under the runtime directory (ManagerOptions.RuntimeDir) one socket per
 // live worker, <name>.sock. The manifest keeps the names of the environment

@@ -304,19 +304,32 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	var wt *Worktree
+	if req.Worktree != nil {
+		rec, cwd, err := m.createWorktree(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !ok {
+				discardWorktree(rec)
+			}
+		}()
+		wt, req.Cwd = rec, cwd
+	}
 	// A first manifest (starting, no worker yet) before anything starts:
 	// on a full disk the spawn fails here, at once, with nothing running
 	// and nothing left (the deferred RemoveAll needs no space).
 	created := time.Now().UTC()
 	if err := writeManifest(dir, &Manifest{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, EnvKeys: keys,
-		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created}); err != nil {
+		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created, Worktree: wt}); err != nil {
 		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write the manifest")
 		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
 	}
 	env := programEnv(withoutKeys(os.Environ(), req.Unset), req.Env, req.Name, m.opts.DaemonSocket)
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
-		CreatedAt: created}
+		CreatedAt: created, Worktree: wt}
 	ready, exited, err := m.startWorker(ctx, spec, req.Limits)
 	if err != nil {
 		return nil, err
@@ -1064,7 +1077,10 @@ func exitFromManifest(man *Manifest) *ExitInfo {
 // ErrInvalidStatus unless force, which stops it first (DefaultStopGrace). A
 // broken session (StatusBroken) is removed too; while a worker of it still
 // runs, only with force, which ends that worker first. Removal writes
-// nothing, so it works on a full disk.
+// nothing, so it works on a full disk. A session's own git worktree
+// (spawn --worktree) goes first: refused (ErrInvalidStatus, naming the work)
+// while it holds uncommitted changes or commits on no other branch, unless
+// force, which removes the directory and keeps the branch.
 func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 	h, man, err := m.lookup(ctx, name)
 	if err != nil {
@@ -1079,6 +1095,9 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 			if _, err := m.stopBroken(ctx, name, syscall.SIGTERM, DefaultStopGrace); err != nil {
 				return err
 			}
+		}
+		if err := m.removeWorktree(ctx, name, force); err != nil {
+			return err
 		}
 		return m.removeSession(ctx, name)
 	}
@@ -1107,6 +1126,9 @@ func (m *Manager) Remove(ctx context.Context, name string, force bool) error {
 				return err
 			}
 		}
+	}
+	if err := m.removeWorktree(ctx, name, force); err != nil {
+		return err
 	}
 	return m.removeSession(ctx, name)
 }

@@ -46,6 +46,10 @@ type Manifest struct {
 	ProgramPID  int    `json:"program_pid,omitempty"`
 	Socket      string `json:"socket,omitempty"`
 
+	// Worktree is the session's own git worktree (spawn --worktree): repo,
+	// path, branch and the commit it started from.
+	Worktree *Worktree `json:"worktree,omitempty"`
+
 	// Final counters, written when the session ends.
 	Bytes  uint64 `json:"bytes,omitempty"`
 	Events uint64 `json:"events,omitempty"`

@@ -39,6 +39,9 @@ type SpawnRequest struct {
 	// Limits bound the session's cgroup (see Launcher); zero fields take
 	// the launcher's defaults.
 	Limits Limits
+	// Worktree, when set, runs the program in a new git worktree of the
+	// repository Cwd is in (see WorktreeRequest).
+	Worktree *WorktreeRequest
 }
 
 // Info is a session's full status.
@@ -323,6 +326,7 @@ type workerSpec struct {
 	Socket     string    `json:"socket"`
 	LogCap     int64     `json:"log_cap"`
 	CreatedAt  time.Time `json:"created_at"`
+	Worktree   *Worktree `json:"worktree,omitempty"`
 }
 
 // workerReady is the worker's answer on fd 3.

@@ -260,6 +260,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 		Name: spec.Name, Argv: spec.Argv, Cwd: spec.Cwd, EnvKeys: spec.EnvKeys, Cols: spec.Cols, Rows: spec.Rows,
 		Status: StatusRunning, CreatedAt: spec.CreatedAt, StartedAt: now,
 		WorkerPID: os.Getpid(), WorkerStart: st.start, ProgramPID: w.pid, Socket: spec.Socket,
+		Worktree: spec.Worktree,
 	}
 	if err := writeManifest(spec.SessionDir, &w.man); err != nil {
 		log.Error().Err(err).Msg("write manifest")

@@ -61,6 +61,16 @@ type SpawnParams struct {
 	// and no WAYLAND_DISPLAY.
 	Desktop     string `json:"desktop,omitempty"`
 	KeepDesktop bool   `json:"keep_desktop,omitempty"`
+	// Worktree runs the program in a git worktree of its own, made from
+	// the repository Cwd is in, on a new branch named after the session
+	// unless WorktreeBranch names one (an existing branch checked out
+	// nowhere else, or a new one). WorktreeDir is the worktree's
+	// directory (must not exist); empty is one under agentd's state
+	// directory. Outside a repository, in a bare one, one with no commits
+	// or with submodules: invalid_params, nothing created.
+	Worktree       bool   `json:"worktree,omitempty"`
+	WorktreeBranch string `json:"worktree_branch,omitempty"`
+	WorktreeDir    string `json:"worktree_dir,omitempty"`
 }
 
 // SessionStatus is everything about one session (agent.status, and the
@@ -99,6 +109,9 @@ type SessionStatus struct {
 	// cgroup and under its restrictions); empty once the session ended.
 	Launcher string `json:"launcher,omitempty"`
 	Unit     string `json:"unit,omitempty"`
+	// Worktree is the session's own git worktree (spawn with Worktree);
+	// agent.diff shows its changes.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.

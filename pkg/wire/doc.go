@@ -85,7 +85,7 @@
 // Sessions: agent.spawn, agent.ask, agent.list, agent.status, agent.stop,
 // agent.rm, agent.reconcile, agent.logs (pages, or notifications agent.log_event when
 // streaming or following), agent.send, agent.snapshot, agent.wait, agent.resize,
-// agent.attach. The screen: agent.screenshot, agent.act, agent.screen.
+// agent.attach, agent.diff. The screen: agent.screenshot, agent.act, agent.screen.
 // Channels: channel.register_channel (then channel.message notifications
 // on that connection), channel.unregister_channel, channel.push_to_channel,
 // channel.ack, channel.list, channel.reply. Their parameter and result

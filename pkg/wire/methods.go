@@ -12,7 +12,7 @@ var Methods = []string{
 	// Sessions.
 	MethodSpawn, MethodAsk, MethodList, MethodStatus, MethodStop, MethodRm,
 	MethodReconcile, MethodLogs, MethodSend, MethodSnapshot, MethodWait,
-	MethodResize, MethodAttach,
+	MethodResize, MethodAttach, MethodDiff,
 	// The screen.
 	MethodScreenshot, MethodAct, MethodScreen, MethodRecordScreen,
 	// Desktops.
