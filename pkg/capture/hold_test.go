@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -165,6 +166,44 @@ func TestActHeldKeysReleasedOnStop(t *testing.T) {
 	}
 	assertKeymapRestored(t, s)
 	assertNoKeyDown(t, s)
+
+	// The kill switch: the person flings the pointer into a corner while
+	// the batch holds shift and a.
+	if _, err := exec.LookPath("xdotool"); err != nil {
+		t.Skip("xdotool is not installed")
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+			{Kind: "move", X: ptr(600.0), Y: ptr(400.0)},
+			{Kind: "key_down", Key: "a", Modifiers: []string{"shift"}},
+			{Kind: "wait", MS: ptr(4000.0)},
+		}, Observe: ptr(false)})
+		errc <- err
+	}()
+	await(t, 10*time.Second, "the batch to hold shift", func() bool {
+		out, err := srv.Command("xdotool", "getmouselocation").Output()
+		return err == nil && strings.Contains(string(out), "x:600 y:400") && shiftDown(t, s)
+	})
+	if out, err := srv.Command("xdotool", "mousemove", "0", "0").CombinedOutput(); err != nil {
+		t.Fatalf("xdotool: %v %s", err, out)
+	}
+	if err := <-errc; !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "kill switch") {
+		t.Fatalf("got %v, want the kill switch's ErrRefused", err)
+	}
+	assertKeymapRestored(t, s)
+	assertNoKeyDown(t, s)
+}
+
+// shiftDown asks the X server whether shift is in the modifier state.
+func shiftDown(t *testing.T, s *Screen) bool {
+	t.Helper()
+	x, err := s.conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := xproto.QueryPointer(x.c, x.root).Reply()
+	return err == nil && r.Mask&xproto.ModMaskShift != 0
 }
 
 // assertNoKeyDown asks the X server which keys are down: none may be.
