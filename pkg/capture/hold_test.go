@@ -150,17 +150,25 @@ func TestActHeldKeysReleasedOnStop(t *testing.T) {
 	srv := startX(t)
 	s := newScreen(t, srv, true)
 	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	cerr := make(chan error, 1)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		cancel()
+		_, err := s.Act(ctx, ActRequest{Actions: []RawAction{
+			{Kind: "key_down", Key: "ctrl"},
+			{Kind: "key_down", Key: "z", Modifiers: []string{"alt"}},
+			{Kind: "key_down", Key: "😀"},
+			{Kind: "down", X: ptr(500.0), Y: ptr(500.0), Modifiers: []string{"shift"}},
+			{Kind: "wait", MS: ptr(4000.0)},
+		}, Observe: ptr(false)})
+		cerr <- err
 	}()
-	_, err := s.Act(ctx, ActRequest{Actions: []RawAction{
-		{Kind: "key_down", Key: "ctrl"},
-		{Kind: "key_down", Key: "z", Modifiers: []string{"alt"}},
-		{Kind: "key_down", Key: "😀"},
-		{Kind: "down", X: ptr(500.0), Y: ptr(500.0), Modifiers: []string{"shift"}},
-		{Kind: "wait", MS: ptr(3000.0)},
-	}, Observe: ptr(false)})
+	// Cancelled once it holds everything (button 1 is the last thing down).
+	await(t, 10*time.Second, "the batch to hold ctrl, alt and button 1", func() bool {
+		m := mask(t, s)
+		return m&xproto.ModMaskControl != 0 && m&xproto.ModMask1 != 0 && m&xproto.KeyButMaskButton1 != 0
+	})
+	cancel()
+	err := <-cerr
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -183,7 +191,7 @@ func TestActHeldKeysReleasedOnStop(t *testing.T) {
 	}()
 	await(t, 10*time.Second, "the batch to hold shift", func() bool {
 		out, err := srv.Command("xdotool", "getmouselocation").Output()
-		return err == nil && strings.Contains(string(out), "x:600 y:400") && shiftDown(t, s)
+		return err == nil && strings.Contains(string(out), "x:600 y:400") && mask(t, s)&xproto.ModMaskShift != 0
 	})
 	if out, err := srv.Command("xdotool", "mousemove", "0", "0").CombinedOutput(); err != nil {
 		t.Fatalf("xdotool: %v %s", err, out)
@@ -195,15 +203,19 @@ func TestActHeldKeysReleasedOnStop(t *testing.T) {
 	assertNoKeyDown(t, s)
 }
 
-// shiftDown asks the X server whether shift is in the modifier state.
-func shiftDown(t *testing.T, s *Screen) bool {
+// mask asks the X server for the modifier and button state (0 when the
+// query fails: the caller polls).
+func mask(t *testing.T, s *Screen) uint16 {
 	t.Helper()
 	x, err := s.conn()
 	if err != nil {
-		t.Fatal(err)
+		return 0
 	}
 	r, err := xproto.QueryPointer(x.c, x.root).Reply()
-	return err == nil && r.Mask&xproto.ModMaskShift != 0
+	if err != nil {
+		return 0
+	}
+	return r.Mask
 }
 
 // assertNoKeyDown asks the X server which keys are down: none may be.
