@@ -310,8 +310,8 @@ func TestMCPBadInput(t *testing.T) {
 	m.badArgs("spawn", map[string]any{"name": "x", "argv": []string{"sh"}, "cols": 0}, "cols", "minimum")
 	m.badArgs("act", map[string]any{"actions": []any{}}, "actions", "1")
 	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "scroll", "direction": "up", "amount": 50}}}, "amount", "maximum")
-	// modifiers are held only for key.
-	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "click", "x": 1, "y": 1, "modifiers": []string{"ctrl"}}}}, "modifiers are held only for key")
+	// modifiers go with keys and pointer actions (see mcp_keys_test.go).
+	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 1, "y": 1, "modifiers": []string{"ctrl"}}}}, "action 1 (move): modifiers apply to key, hold_key", "key_down")
 	m.badArgs("act", map[string]any{"actions": []map[string]any{{"kind": "left_click_drag", "x": 1, "y": 1}}}, "to_x and to_y")
 	m.badArgs("wait", map[string]any{"name": "x"}, "say what to wait for")
 	m.badArgs("push", map[string]any{"message": "x"}, "session or channel_id")

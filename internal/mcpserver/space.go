@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -79,19 +81,23 @@ func (sp space) toImage(p wire.Point) (x, y int, ok bool) {
 // move, pause, release. Window managers and toolkits start a drag only on
 // motion they saw after the press and end it where the release finds the
 // pointer),
-// and every point is converted from the image space.
-func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
-	var out []wire.Action
+// a hold_key is key_down, waits of at most 5 s, key_up; a drag's modifiers
+// are held by a key_down before it and a key_up after it),
+// and every point is converted from the image space. origin gives, for
+// each daemon action, the 1-based number of the model's action it came
+// from.
+func (sp space) expand(actions []mcpAction) (out []wire.Action, origin []int, err error) {
 	for i, a := range actions {
 		n, kind := i+1, string(a.Kind)
 		w := a.Action
 		if a.X != nil && a.Y != nil {
 			x, y, err := sp.toScreen(n, kind, *a.X, *a.Y)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			w.X, w.Y = &x, &y
 		}
+		before := len(out)
 		switch a.Kind {
 		case "triple_click":
 			w.Kind, w.Double = "click", true
@@ -101,7 +107,7 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 		case "left_click_drag":
 			tx, ty, err := sp.toScreen(n, kind+" to", *a.ToX, *a.ToY)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			mx, my := math.Round((*w.X+tx)/2), math.Round((*w.Y+ty)/2)
 			button := w.Button
@@ -109,6 +115,10 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 				button = "left"
 			}
 			pause := dragPauseMS
+			mods := w.Modifiers
+			if len(mods) > 0 {
+				out = append(out, wire.Action{Kind: wire.ActionKeyDown, Key: mods[0], Modifiers: mods[1:]})
+			}
 			out = append(out,
 				wire.Action{Kind: "move", X: w.X, Y: w.Y},
 				wire.Action{Kind: "wait", MS: &pause},
@@ -118,11 +128,45 @@ func (sp space) expand(actions []mcpAction) ([]wire.Action, error) {
 				wire.Action{Kind: "move", X: &tx, Y: &ty},
 				wire.Action{Kind: "wait", MS: &pause},
 				wire.Action{Kind: "up", Button: button})
+			if len(mods) > 0 {
+				out = append(out, wire.Action{Kind: wire.ActionKeyUp, Key: mods[0], Modifiers: mods[1:]})
+			}
+		case "hold_key":
+			// checkActions made sure of key and duration.
+			out = append(out, wire.Action{Kind: wire.ActionKeyDown, Key: w.Key, Modifiers: w.Modifiers})
+			for left := math.Round(*a.Duration * 1000); left > 0; left -= maxWaitMS {
+				ms := math.Min(left, maxWaitMS)
+				out = append(out, wire.Action{Kind: wire.ActionWait, MS: &ms})
+			}
+			out = append(out, wire.Action{Kind: wire.ActionKeyUp, Key: w.Key, Modifiers: w.Modifiers})
 		default:
 			out = append(out, w)
 		}
+		for range len(out) - before {
+			origin = append(origin, n)
+		}
 	}
-	return out, nil
+	return out, origin, nil
+}
+
+// maxWaitMS is the daemon's longest wait action.
+const maxWaitMS = 5000.0
+
+// actionRef is "action N (kind)" as the daemon names an action of a batch.
+var actionRef = regexp.MustCompile(`action (\d+) \(([a-z_]+)\)`)
+
+// renumber rewrites the daemon's "action N (kind)" into the model's
+// numbering and kinds: a hold_key or a drag is several daemon actions.
+func renumber(msg string, origin []int, actions []mcpAction) string {
+	return actionRef.ReplaceAllStringFunc(msg, func(ref string) string {
+		m := actionRef.FindStringSubmatch(ref)
+		i, err := strconv.Atoi(m[1])
+		if err != nil || i < 1 || i > len(origin) {
+			return ref
+		}
+		n := origin[i-1]
+		return fmt.Sprintf("action %d (%s)", n, actions[n-1].Kind)
+	})
 }
 
 // dragPauseMS is the pause around a drag's press and before its release.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -285,7 +286,7 @@ var (
 			"x": map[string]any{"type": "integer", "minimum": 0}, "y": map[string]any{"type": "integer", "minimum": 0},
 			"width": map[string]any{"type": "integer", "minimum": 1}, "height": map[string]any{"type": "integer", "minimum": 1}},
 		"description": "a part of the screen, in physical screen pixels (see screen for the size); the whole screen when omitted"}
-	actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, direction, amount, ms, application, uri"
+	actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, duration, direction, amount, ms, application, uri"
 	desktopArg   = arg{"desktop", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
 		"description": "the target: an agent desktop's name, or omit it for the user's own display. " + desktopIs}, false}
 	timeoutArg = arg{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS,
@@ -294,7 +295,7 @@ var (
 
 // actionKinds are act's kinds: the daemon's, and the computer-use actions
 // models are trained on, composed here from them.
-var actionKinds = []string{"click", "triple_click", "left_click_drag", "move", "down", "up", "type", "key", "scroll", "wait", "focus"}
+var actionKinds = []string{"click", "triple_click", "left_click_drag", "move", "down", "up", "type", "key", "hold_key", "key_down", "key_up", "scroll", "wait", "focus"}
 
 // The tools' inputs.
 type (
@@ -356,11 +357,13 @@ type (
 		TimeoutMS int64           `json:"timeout_ms"`
 	}
 	// mcpAction is one act action as a model writes it: the daemon's
-	// action, plus the end point of a left_click_drag.
+	// action, plus the end point of a left_click_drag and the seconds of
+	// a hold_key.
 	mcpAction struct {
 		wire.Action
-		ToX *float64 `json:"to_x,omitempty"`
-		ToY *float64 `json:"to_y,omitempty"`
+		ToX      *float64 `json:"to_x,omitempty"`
+		ToY      *float64 `json:"to_y,omitempty"`
+		Duration *float64 `json:"duration,omitempty"`
 	}
 	actIn struct {
 		Desktop  string      `json:"desktop"`
@@ -650,15 +653,17 @@ func (t *tools) list() []tool {
 			desc: acting(fmt.Sprintf("Perform a batch of input on the X11 screen, in order, then return a screenshot of the result (like screenshot's). "+
 				"x and y are pixels of the LAST SCREENSHOT THIS SERVER RETURNED (not the physical screen); the server converts them with that image's scale, "+
 				"and a point outside that image is refused. Take a screenshot first. At most %d actions per batch (a double click counts as two, a triple_click as three, "+
-				"a left_click_drag as eight) and %d typed characters; one batch at a time per display. "+
+				"a left_click_drag as eight, ten with modifiers, a hold_key as two plus one per 5 s) and %d typed characters; one batch at a time per display. "+
 				"desktop acts on an agent desktop instead of the user's display: its last screenshot's pixels, its own pointer and keyboard, no consent per batch (the user's kill switch still stops it). "+
 				"Kinds: click {x, y, button left|right|middle, double}, triple_click {x, y} (selects a line), left_click_drag {x, y, to_x, to_y} (press at x,y, move, release at to_x,to_y), "+
 				"move {x, y}, down/up {button, optional x, y}, "+
 				"type {text: any Unicode, \\n is Enter}, key {key: e.g. enter, esc, tab, ctrl+s, ctrl+shift+t, alt+f4, f5, a; modifiers}, "+
+				"hold_key {key, duration in seconds, optional modifiers} (holds the key that long, then lets go), key_down/key_up {key, or a modifier alone such as shift} (hold a key across the actions between them), "+
 				"scroll {direction up|down|left|right, amount 1-20 (default 3), optional x, y}, wait {ms up to 5000, default 350}, focus {application: a window's name or title}. "+
-				"modifiers are held for key only (a click or scroll with a key held is not available). "+
+				"modifiers (e.g. [\"shift\"]) are held during a click, triple_click, left_click_drag, down, up or scroll (a shift+click, a ctrl+scroll). "+
+				"The waits and hold_key durations of one batch may add up to %d s at most (the batch's time budget for waiting). Whatever a batch holds is released when it ends, however it ends. "+
 				"If the screen does not change after the same batch three times in a row, the fourth is refused (counted per display): look again or change approach. "+
-				"The user can stop a batch by pushing the pointer into a screen corner; cancelling the call stops it too.", wire.MaxActions, wire.MaxTypedChars)),
+				"The user can stop a batch by pushing the pointer into a screen corner; cancelling the call stops it too.", wire.MaxActions, wire.MaxTypedChars, waitBudgetMS/1000)),
 			args: []arg{desktopArg,
 				{"actions", map[string]any{"type": "array", "minItems": 1, "maxItems": wire.MaxActions, "items": actionSchema(),
 					"description": "the actions, run in order"}, true},
@@ -765,8 +770,9 @@ func actionSchema() map[string]any {
 			"button":      map[string]any{"type": "string", "enum": []string{"left", "right", "middle"}, "description": "default left"},
 			"double":      map[string]any{"type": "boolean", "description": "click: a double click (counts as two actions)"},
 			"text":        map[string]any{"type": "string", "description": "type: the text; \\n is Enter, \\t is Tab"},
-			"key":         map[string]any{"type": "string", "description": "key: a name such as enter, esc, tab, backspace, delete, space, up, pageup, f5, a single character, or a chord such as ctrl+shift+t"},
-			"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"ctrl", "alt", "shift", "super", "cmd", "meta", "win", "option"}}, "description": "key only: modifiers held with the key, e.g. [\"ctrl\"]"},
+			"key":         map[string]any{"type": "string", "description": "key, hold_key, key_down, key_up: a name such as enter, esc, tab, backspace, delete, space, up, pageup, f5, a single character, or a chord such as ctrl+shift+t; key_down and key_up also take a modifier alone (shift, ctrl, alt, super)"},
+			"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"ctrl", "alt", "shift", "super", "cmd", "meta", "win", "option"}}, "description": "modifiers held with a key, hold_key, key_down or key_up, or during a click, triple_click, left_click_drag, down, up or scroll, e.g. [\"shift\"]"},
+			"duration":    map[string]any{"type": "number", "exclusiveMinimum": 0, "description": fmt.Sprintf("hold_key: seconds to hold the key, e.g. 1.5; with the batch's waits at most %d s", waitBudgetMS/1000)},
 			"direction":   map[string]any{"type": "string", "enum": []string{"up", "down", "left", "right"}},
 			"amount":      map[string]any{"type": "number", "minimum": 1, "maximum": 20, "description": "scroll: steps, 1 to 20 (default 3)"},
 			"ms":          map[string]any{"type": "number", "minimum": 0, "maximum": 5000, "description": "wait: milliseconds, at most 5000 (default 350)"},
@@ -1132,7 +1138,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	if seen != nil {
 		sp = *seen
 	}
-	actions, err := sp.expand(in.Actions)
+	actions, origin, err := sp.expand(in.Actions)
 	if err != nil {
 		return refusal(codeBadArgs, err.Error(), false, nil)
 	}
@@ -1156,6 +1162,11 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	// A connection of its own: cancelling the call stops the batch.
 	r, err := long(ctx, t, func(c *wire.Client) (*wire.ActResult, error) { return c.Act(ctx, p) })
 	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			// The daemon numbers its own actions; the model knows its own.
+			we.Message = renumber(we.Message, origin, in.Actions)
+		}
 		res := deskHint(failure(withoutImage(err)), in.Desktop)
 		if errors.Is(err, wire.ErrRefused) && in.Desktop == "" {
 			// The kill switch or the daemon's consent: say which.
@@ -1195,14 +1206,15 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 }
 
 // checkActions refuses what the daemon's actions cannot do as asked, with
-// the fix: modifiers are held only for key (capture has no key-down
-// primitive to hold one across a click or scroll), and to_x and to_y
-// belong to left_click_drag.
+// the fix: modifiers go with keys and pointer actions only, to_x and to_y
+// belong to left_click_drag, duration to hold_key, and the batch's waits and
+// holds fit its budget for waiting.
 func checkActions(actions []mcpAction) error {
+	waited := 0.0
 	for i, a := range actions {
 		n := i + 1
-		if len(a.Modifiers) > 0 && a.Kind != "key" {
-			return malformed("action %d (%s): modifiers are held only for key actions; a %s with a key held is not available: drop modifiers (for a chord, use key, e.g. ctrl+a)", n, a.Kind, a.Kind)
+		if len(a.Modifiers) > 0 && !modifiable[string(a.Kind)] {
+			return malformed("action %d (%s): modifiers apply to key, hold_key, key_down, key_up, click, triple_click, left_click_drag, down, up and scroll; to hold a key across other actions use key_down before them and key_up after", n, a.Kind)
 		}
 		drag := a.Kind == "left_click_drag"
 		if !drag && (a.ToX != nil || a.ToY != nil) {
@@ -1217,9 +1229,42 @@ func checkActions(actions []mcpAction) error {
 		if (drag || a.Kind == "triple_click") && a.Double {
 			return malformed("action %d (%s): double belongs to click", n, a.Kind)
 		}
+		hold := a.Kind == "hold_key"
+		if !hold && a.Duration != nil {
+			return malformed("action %d (%s): duration belongs to hold_key (a pause is wait {ms})", n, a.Kind)
+		}
+		if hold {
+			if strings.TrimSpace(a.Key) == "" {
+				return malformed("action %d (hold_key): needs key, the key to hold (e.g. shift, a, space, ctrl+a)", n)
+			}
+			if a.Duration == nil || !(*a.Duration > 0) || math.IsInf(*a.Duration, 0) {
+				return malformed("action %d (hold_key): needs duration, the seconds to hold the key (more than 0, e.g. 1.5)", n)
+			}
+			waited += *a.Duration * 1000
+		}
+		if a.Kind == "wait" {
+			ms := 350.0 // the daemon's default wait
+			if a.MS != nil {
+				ms = *a.MS
+			}
+			waited += ms
+		}
+		if waited > waitBudgetMS {
+			return malformed("action %d (%s): the batch would wait and hold keys for %g s, over its time budget of %d s for waiting (wait ms and hold_key durations together); hold or wait less, or split it across batches (a batch releases what it holds when it ends)",
+				n, a.Kind, math.Round(waited)/1000, waitBudgetMS/1000)
+		}
 	}
 	return nil
 }
+
+// waitBudgetMS is how long the waits and hold_key durations of one act
+// batch may add up to: a model should look at the screen again rather than
+// keep its input waiting longer.
+const waitBudgetMS = 30000
+
+// modifiable are the kinds that take modifiers.
+var modifiable = map[string]bool{"key": true, "hold_key": true, "key_down": true, "key_up": true, "click": true,
+	"triple_click": true, "left_click_drag": true, "down": true, "up": true, "scroll": true}
 
 // ordinal spells small ordinals for messages.
 func ordinal(n int) string {

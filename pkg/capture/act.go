@@ -70,16 +70,22 @@ const (
 	KindScroll = "scroll"
 	KindWait   = "wait"
 	KindFocus  = "focus"
+	// KindKeyDown and KindKeyUp hold a key (with modifiers) across the
+	// actions between them, as hold_key and shift+drag need; whatever is
+	// still held when the batch ends is released then.
+	KindKeyDown = "key_down"
+	KindKeyUp   = "key_up"
 )
 
-const kindList = "click, move, down, up, type, key, scroll, wait, focus"
+const kindList = "click, move, down, up, type, key, key_down, key_up, scroll, wait, focus"
 
 // RawAction is an action as the agent writes it (JSON from the wire). Which
 // fields apply depends on Kind. Numbers are float64 pointers because JSON
 // numbers arrive that way; ParseBatch rejects NaN, infinities and fractional
 // pixels.
 type RawAction struct {
-	// Kind is one of click, move, down, up, type, key, scroll, wait, focus.
+	// Kind is one of click, move, down, up, type, key, key_down, key_up,
+	// scroll, wait, focus.
 	Kind string `json:"kind"`
 	// X and Y are a screen pixel: needed by click and move, optional for
 	// down, up and scroll.
@@ -91,12 +97,15 @@ type RawAction struct {
 	Double bool `json:"double,omitempty"`
 	// Text for type: any Unicode; "\n" presses Enter and "\t" Tab.
 	Text *string `json:"text,omitempty"`
-	// Key for key: a name (enter, esc, tab, backspace, delete, space, up,
+	// Key for key, key_down and key_up (which also take a modifier alone,
+	// "shift"): a name (enter, esc, tab, backspace, delete, space, up,
 	// down, left, right, home, end, pageup, pagedown, insert, f1-f12) or a
 	// single character, optionally with modifiers: "ctrl+shift+t".
 	Key string `json:"key,omitempty"`
-	// Modifiers for key, in addition to those in Key: ctrl, alt, shift,
-	// super (also cmd, meta, win, option).
+	// Modifiers for key, key_down and key_up, in addition to those in Key:
+	// ctrl, alt, shift, super (also cmd, meta, win, option). On click,
+	// down, up and scroll they are held for that action only (a
+	// shift+click); to hold one across several actions use key_down.
 	Modifiers []string `json:"modifiers,omitempty"`
 	// Direction for scroll: up, down, left or right.
 	Direction string `json:"direction,omitempty"`
@@ -188,6 +197,7 @@ func ParseBatch(raw []RawAction, observe *bool, settleMS *float64, screen image.
 		b.SettleMS = v
 	}
 	typed := 0
+	held := map[uint32]bool{}
 	for i := range raw {
 		acts, err := parseAction(i+1, &raw[i], screen)
 		if err != nil {
@@ -195,8 +205,16 @@ func ParseBatch(raw []RawAction, observe *bool, settleMS *float64, screen image.
 		}
 		b.Actions = append(b.Actions, acts...)
 		for _, a := range acts {
-			if a.Kind == KindType {
+			switch a.Kind {
+			case KindType:
 				typed += utf8.RuneCountInString(a.Text)
+			case KindKeyDown:
+				held[a.Keysym] = true
+			case KindKeyUp:
+				if !held[a.Keysym] {
+					return nil, invalidf("action %d (key_up): %s is not held; press it with a key_down earlier in the batch (what a batch holds is released at its end anyway)", a.Number, a.Key)
+				}
+				delete(held, a.Keysym)
 			}
 		}
 	}
@@ -228,6 +246,19 @@ func parseAction(n int, r *RawAction, screen image.Rectangle) ([]Action, error) 
 		return nil, invalidf("action %d has no kind; use one of %s", n, kindList)
 	}
 	a := Action{Number: n, Kind: kind, Button: 1}
+	if len(r.Modifiers) > 0 {
+		switch kind {
+		case KindClick, KindDown, KindUp, KindScroll:
+			mods, err := parseModifiers(r.Modifiers)
+			if err != nil {
+				return nil, invalidf("action %d (%s): %v", n, kind, err)
+			}
+			a.Modifiers = mods
+		case KindKey, KindKeyDown, KindKeyUp:
+		default:
+			return nil, invalidf("action %d (%s): modifiers apply to key, key_down, key_up, click, down, up and scroll; to hold a key across other actions use key_down and key_up", n, kind)
+		}
+	}
 	switch kind {
 	case KindClick, KindMove, KindDown, KindUp, KindScroll:
 		at, has, err := point(n, kind, r, screen)
@@ -269,6 +300,12 @@ func parseAction(n int, r *RawAction, screen image.Rectangle) ([]Action, error) 
 		k, err := parseKeySpec(r.Key, r.Modifiers)
 		if err != nil {
 			return nil, invalidf("action %d (key): %v", n, err)
+		}
+		a.Key, a.Keysym, a.Modifiers = k.name, k.keysym, k.mods
+	case KindKeyDown, KindKeyUp:
+		k, err := parseHeldKey(r.Key, r.Modifiers)
+		if err != nil {
+			return nil, invalidf("action %d (%s): %v", n, kind, err)
 		}
 		a.Key, a.Keysym, a.Modifiers = k.name, k.keysym, k.mods
 	case KindScroll:

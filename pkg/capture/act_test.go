@@ -60,13 +60,30 @@ func (l *eventLog) count(substr string) int {
 	return n
 }
 
-// startXev opens xev's window at 300,300 and records its events.
+// startXev opens xev's window at 300,300 and records its button events.
 func startXev(t *testing.T, srv *xvfbtest.Server) *eventLog {
+	t.Helper()
+	return startXevWith(t, srv, "button")
+}
+
+// startXevKeys is startXev with key events too: with no window manager
+// the focus follows the pointer, so keys reach xev while the pointer is
+// on its window.
+func startXevKeys(t *testing.T, srv *xvfbtest.Server) *eventLog {
+	t.Helper()
+	return startXevWith(t, srv, "button", "keyboard")
+}
+
+func startXevWith(t *testing.T, srv *xvfbtest.Server, masks ...string) *eventLog {
 	t.Helper()
 	if _, err := exec.LookPath("xev"); err != nil {
 		t.Skip("xev is not installed (apt-get install x11-utils)")
 	}
-	cmd := srv.Command("stdbuf", "-oL", "xev", "-geometry", "200x200+300+300", "-event", "button")
+	args := []string{"-oL", "xev", "-geometry", "200x200+300+300"}
+	for _, m := range masks {
+		args = append(args, "-event", m)
+	}
+	cmd := srv.Command("stdbuf", args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -155,12 +172,16 @@ func TestActLeavesNothingPressed(t *testing.T) {
 	_, err := s.Act(ctx, ActRequest{Actions: []RawAction{
 		{Kind: "down", X: ptr(500.0), Y: ptr(500.0)},
 		{Kind: "key", Key: "shift+a"},
+		{Kind: "key_down", Key: "ctrl"},
+		{Kind: "key_down", Key: "f5", Modifiers: []string{"super"}},
+		{Kind: "click", X: ptr(400.0), Y: ptr(400.0), Modifiers: []string{"alt"}},
 		{Kind: "wait", MS: ptr(3000.0)},
 	}, Observe: ptr(false)})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 	assertKeymapRestored(t, s)
+	assertNoKeyDown(t, s)
 }
 
 func TestKillSwitch(t *testing.T) {

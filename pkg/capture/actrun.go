@@ -359,10 +359,12 @@ func (r *batchRun) do(a Action) error {
 		if err := r.moveTo(a.At); err != nil {
 			return err
 		}
-		if err := in.buttonDown(a.Button); err != nil {
-			return err
-		}
-		return in.buttonUp(a.Button)
+		return r.withModifiers(a, func() error {
+			if err := in.buttonDown(a.Button); err != nil {
+				return err
+			}
+			return in.buttonUp(a.Button)
+		})
 	case KindMove:
 		return r.moveTo(a.At)
 	case KindDown, KindUp:
@@ -371,10 +373,12 @@ func (r *batchRun) do(a Action) error {
 				return err
 			}
 		}
-		if a.Kind == KindDown {
-			return in.buttonDown(a.Button)
-		}
-		return in.buttonUp(a.Button)
+		return r.withModifiers(a, func() error {
+			if a.Kind == KindDown {
+				return in.buttonDown(a.Button)
+			}
+			return in.buttonUp(a.Button)
+		})
 	case KindType:
 		if err := in.suspendCapsLock(); err != nil {
 			return err
@@ -393,21 +397,49 @@ func (r *batchRun) do(a Action) error {
 			}
 		}
 		button := map[string]int{"up": 4, "down": 5, "left": 6, "right": 7}[a.Direction]
-		for range a.Amount {
-			if err := in.buttonDown(button); err != nil {
-				return err
+		return r.withModifiers(a, func() error {
+			for range a.Amount {
+				if err := in.buttonDown(button); err != nil {
+					return err
+				}
+				if err := in.buttonUp(button); err != nil {
+					return err
+				}
 			}
-			if err := in.buttonUp(button); err != nil {
-				return err
-			}
+			return r.x.sync()
+		})
+	case KindKeyDown:
+		if err := in.suspendCapsLock(); err != nil {
+			return err
 		}
-		return r.x.sync()
+		return in.keyDown(a)
+	case KindKeyUp:
+		return in.keyUp(a)
 	case KindWait:
 		return r.sleep(time.Duration(a.MS)*time.Millisecond, a.Number)
 	case KindFocus:
 		return r.focus(a)
 	}
 	return fmt.Errorf("unknown kind %q", a.Kind)
+}
+
+// withModifiers runs a click, scroll, down or up with its modifiers held,
+// pressed before it and released after it (by releaseAll if it fails).
+func (r *batchRun) withModifiers(a Action, do func() error) error {
+	let, err := r.in.holdModifiers(a.Modifiers)
+	if err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	if err := let(); err != nil {
+		return err
+	}
+	if len(a.Modifiers) > 0 {
+		return r.x.sync()
+	}
+	return nil
 }
 
 // sleep waits d, checking the kill switch and the budget as it goes. number

@@ -51,6 +51,11 @@
 //     plus) and in Modifiers; meta, cmd and win mean super; option means
 //     alt. A single character key types that character's key, with Shift or
 //     AltGr when the layout needs them.
+//   - key_down holds a key (or a modifier alone, "shift") as the key it is,
+//     at no shift level, until its key_up; a key_up of a key not held is
+//     refused. Modifiers on click, down, up and scroll are pressed before
+//     that action and released after it. Both are in the batch's pressed
+//     list, so a failed, cancelled or kill-switched batch releases them too.
 //   - Typing: "\r\n" and "\r" press Enter once. Characters the keymap lacks
 //     are bound to keycodes without symbols, then to XF86 media keys when
 //     those run out, a chunk at a time, one ChangeKeyboardMapping per run

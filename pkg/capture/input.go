@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 	"unicode"
 
@@ -189,6 +190,9 @@ type inputRun struct {
 	// to be pressed again at its end; 0 when Caps Lock was off.
 	capsLock    xproto.Keycode
 	capsChecked bool
+	// held maps the keysyms key_down holds to the keycodes pressed for
+	// them, so key_up lets go of the same key even if bindings moved.
+	held map[uint32]xproto.Keycode
 }
 
 type pressedInput struct {
@@ -198,7 +202,8 @@ type pressedInput struct {
 
 func newInputRun(x *xconn) *inputRun {
 	return &inputRun{x: x, bound: map[uint32]keyPos{},
-		orig: map[xproto.Keycode][]xproto.Keysym{}, writes: map[xproto.Keycode][]xproto.Keysym{}}
+		orig: map[xproto.Keycode][]xproto.Keysym{}, writes: map[xproto.Keycode][]xproto.Keysym{},
+		held: map[uint32]xproto.Keycode{}}
 }
 
 // refresh reloads the keymap when it changed (or was never read).
@@ -313,6 +318,7 @@ func (in *inputRun) releaseAll() {
 	}
 	in.pressed = nil
 	in.shiftHeld, in.lvl3Held = false, false
+	clear(in.held)
 }
 
 // suspendCapsLock turns Caps Lock off for the batch when it is on: it would
@@ -724,4 +730,119 @@ func casePair(r rune) (lower, upper uint32, ok bool) {
 	lower, ok1 := runeKeysym(lo)
 	upper, ok2 := runeKeysym(up)
 	return lower, upper, ok1 && ok2
+}
+
+// codes finds the keycodes of keysyms pressed as keys (not typed as
+// characters), binding spare keycodes to those the layout lacks. Shift is
+// the layout's Shift key.
+func (in *inputRun) codes(syms []uint32, name string) ([]xproto.Keycode, error) {
+	if err := in.refresh(); err != nil {
+		return nil, err
+	}
+	var missing []uint32
+	for _, ks := range syms {
+		if ks == ksShiftL && in.kb.shiftCode != 0 {
+			continue
+		}
+		if _, ok := in.lookup(ks, 0); !ok {
+			missing = append(missing, ks)
+		}
+	}
+	if len(missing) > len(in.free) {
+		if err := in.recycle(); err != nil {
+			return nil, err
+		}
+		if len(missing) > len(in.free) {
+			return nil, fmt.Errorf("the keymap has no spare keycode to bind %s to", name)
+		}
+	}
+	if len(missing) > 0 {
+		if err := in.bind(missing); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]xproto.Keycode, 0, len(syms))
+	for _, ks := range syms {
+		if ks == ksShiftL && in.kb.shiftCode != 0 {
+			out = append(out, in.kb.shiftCode)
+			continue
+		}
+		p, _ := in.lookup(ks, 0)
+		out = append(out, p.code)
+	}
+	return out, nil
+}
+
+// modifierSyms are the keysyms of canonical modifier names, in press order.
+func modifierSyms(mods []string) []uint32 {
+	out := make([]uint32, 0, len(mods))
+	for _, m := range mods {
+		out = append(out, modifierKeysyms[m])
+	}
+	return out
+}
+
+// holdModifiers presses the modifier keys of a click, scroll, down or up;
+// the returned function lets go of them, newest first. What it pressed is
+// also released by releaseAll if the action fails half way.
+func (in *inputRun) holdModifiers(mods []string) (func() error, error) {
+	if len(mods) == 0 {
+		return func() error { return nil }, nil
+	}
+	codes, err := in.codes(modifierSyms(mods), strings.Join(mods, "+"))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range codes {
+		if err := in.press(c); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		for i := len(codes) - 1; i >= 0; i-- {
+			if err := in.release(codes[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// keyDown presses a key_down's modifiers and then its key, and leaves them
+// pressed: a key_up or the end of the batch lets go of them. The key goes
+// down as the key it is, at no shift level: a held "a" is the a key (give
+// shift in modifiers for its upper case).
+func (in *inputRun) keyDown(a Action) error {
+	syms := append(modifierSyms(a.Modifiers), a.Keysym)
+	codes, err := in.codes(syms, a.Key)
+	if err != nil {
+		return err
+	}
+	for i, c := range codes {
+		if _, down := in.held[syms[i]]; down {
+			continue // already held by an earlier key_down
+		}
+		if err := in.press(c); err != nil {
+			return err
+		}
+		in.held[syms[i]] = c
+	}
+	return in.x.sync()
+}
+
+// keyUp lets go of a key_up's key and then of its modifiers; keys not held
+// are skipped (validation makes sure the key itself was).
+func (in *inputRun) keyUp(a Action) error {
+	syms := append(modifierSyms(a.Modifiers), a.Keysym)
+	for i := len(syms) - 1; i >= 0; i-- {
+		c, down := in.held[syms[i]]
+		if !down {
+			continue
+		}
+		delete(in.held, syms[i])
+		if err := in.release(c); err != nil {
+			return err
+		}
+	}
+	return in.x.sync()
 }

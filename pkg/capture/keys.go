@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -171,4 +172,43 @@ func keysymRune(ks uint32) rune {
 		}
 	}
 	return legacyKeysymRunes[ks]
+}
+
+// parseModifiers reads the modifiers held around a click, scroll, down or
+// up: canonical names, in press order, without duplicates.
+func parseModifiers(names []string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, m := range names {
+		canon, ok := modifierNames[strings.ToLower(strings.TrimSpace(m))]
+		if !ok {
+			return nil, fmt.Errorf("unknown modifier %q; use ctrl, alt, shift or super (also cmd, meta, win, option)", m)
+		}
+		seen[canon] = true
+	}
+	var mods []string
+	for _, m := range modifierOrder {
+		if seen[m] {
+			mods = append(mods, m)
+		}
+	}
+	return mods, nil
+}
+
+// parseHeldKey reads the key of a key_down or key_up: a key as for key
+// (with its modifiers), or a modifier alone ("shift", "ctrl"), held as its
+// left key.
+func parseHeldKey(key string, extra []string) (keySpec, error) {
+	if canon, ok := modifierNames[strings.ToLower(strings.TrimSpace(key))]; ok {
+		mods, err := parseModifiers(extra)
+		if err != nil {
+			return keySpec{}, err
+		}
+		mods = slices.DeleteFunc(mods, func(m string) bool { return m == canon })
+		return keySpec{name: canon, keysym: modifierKeysyms[canon], mods: mods}, nil
+	}
+	k, err := parseKeySpec(key, extra)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown key") {
+		return k, fmt.Errorf("%v, or a modifier: ctrl, alt, shift, super", err)
+	}
+	return k, err
 }

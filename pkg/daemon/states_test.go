@@ -76,7 +76,7 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 		ws = append(ws, string(k))
 	}
 	pairs("action kinds", []string{capture.KindClick, capture.KindMove, capture.KindDown, capture.KindUp, capture.KindType,
-		capture.KindKey, capture.KindScroll, capture.KindWait, capture.KindFocus}, ws)
+		capture.KindKey, capture.KindScroll, capture.KindWait, capture.KindFocus, capture.KindKeyDown, capture.KindKeyUp}, ws)
 }
 
 // TestSessionTokenVariableIsTheContracts: the worker sets the variable the

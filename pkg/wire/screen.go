@@ -102,7 +102,10 @@ type ScreenshotResult struct {
 }
 
 // Action is one step of an agent.act batch. Kind is click, move, down, up,
-// type, key, scroll, wait or focus; which other fields apply depends on it.
+// type, key, key_down, key_up, scroll, wait or focus; which other fields
+// apply depends on it. Modifiers go with key, key_down and key_up, and are
+// held around a click, down, up or scroll; what a key_down holds is let go
+// by its key_up or at the end of the batch, however it ends.
 // Numbers are JSON numbers and must be whole.
 type Action struct {
 	Kind        ActionKind      `json:"kind"`
@@ -111,7 +114,7 @@ type Action struct {
 	Button      Button          `json:"button,omitempty"` // left (default), right, middle
 	Double      bool            `json:"double,omitempty"` // a double click counts as two actions
 	Text        *string         `json:"text,omitempty"`   // type: any Unicode; \n is Enter, \t is Tab
-	Key         string          `json:"key,omitempty"`    // key: "enter", "ctrl+shift+t", "a"
+	Key         string          `json:"key,omitempty"`    // key, key_down, key_up: "enter", "ctrl+shift+t", "a", "shift"
 	Modifiers   []string        `json:"modifiers,omitempty"`
 	Direction   ScrollDirection `json:"direction,omitempty"` // scroll: up, down, left, right
 	Amount      *float64        `json:"amount,omitempty"`    // scroll steps 1-20 (default 3)

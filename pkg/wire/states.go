@@ -154,10 +154,14 @@ const (
 	ActionScroll ActionKind = "scroll"
 	ActionWait   ActionKind = "wait"
 	ActionFocus  ActionKind = "focus"
+	// ActionKeyDown holds a key (Key, Modifiers) until an ActionKeyUp of
+	// the same key or the end of the batch.
+	ActionKeyDown ActionKind = "key_down"
+	ActionKeyUp   ActionKind = "key_up"
 )
 
 // ActionKinds lists every ActionKind. Read-only.
-var ActionKinds = []ActionKind{ActionClick, ActionMove, ActionDown, ActionUp, ActionType, ActionKey, ActionScroll, ActionWait, ActionFocus}
+var ActionKinds = []ActionKind{ActionClick, ActionMove, ActionDown, ActionUp, ActionType, ActionKey, ActionScroll, ActionWait, ActionFocus, ActionKeyDown, ActionKeyUp}
 
 // Button is a mouse button, in Action.Button.
 type Button string

@@ -137,9 +137,11 @@ async function schemas() {
     ['resize', { name: session, cols: 90, rows: 30 }], ['spawn', { name: 'extra', argv: ['sh'] }],
     ['stop', { name: 'extra' }], ['rm', { name: 'extra' }],
     ['act', { actions: [{ kind: 'move', x: 5, y: 5 }] }],
+    ['act', { actions: [{ kind: 'hold_key', key: 'shift', duration: 0.2 }, { kind: 'click', x: 5, y: 5, modifiers: ['shift'] }], observe: false }],
     // Refusals are tool errors whose structured content fits too.
     ['status', { name: 'nobody' }], ['logs', { name: session, limit: 0 }], ['spawn', { name: 'x', argv: ['sh'], cols: 0 }],
-    ['push', { session: 'nobody', message: 'hi' }], ['act', { actions: [{ kind: 'click', x: 1, y: 1, modifiers: ['ctrl'] }] }],
+    ['push', { session: 'nobody', message: 'hi' }], ['act', { actions: [{ kind: 'move', x: 1, y: 1, modifiers: ['ctrl'] }] }],
+    ['act', { actions: [{ kind: 'hold_key', key: 'hyperdrive', duration: 1 }] }], ['act', { actions: [{ kind: 'hold_key', key: 'a', duration: 31 }] }],
     ['act', { actions: [{ kind: 'left_click_drag', x: 1, y: 1, to_x: 99999, to_y: 1 }] }],
     // Desktops (the daemon runs with desktops = true): made, used, removed,
     // and then a desktop that does not exist.
@@ -264,10 +266,12 @@ async function computer() {
   // Bad input: answered, the server up.
   const bad = await call('act', { actions: [{ kind: 'left_click_drag', x: 10, y: 10, to_x: 5000, to_y: 10 }] });
   if (!bad.isError || !text(bad).includes('outside the last screenshot')) fail('a drag out of the image: ' + text(bad));
-  const mod = await call('act', { actions: [{ kind: 'click', x: 10, y: 10, modifiers: ['shift'] }] });
-  if (!mod.isError || !text(mod).includes('modifiers are held only for key')) fail('a click with modifiers: ' + text(mod));
+  const unknown = await call('act', { actions: [{ kind: 'hold_key', key: 'hyperdrive', duration: 1 }] });
+  if (!unknown.isError || !text(unknown).includes('action 1 (hold_key): unknown key "hyperdrive"')) fail('hold_key with an unknown key: ' + text(unknown));
+  const long = await call('act', { actions: [{ kind: 'hold_key', key: 'a', duration: 31 }] });
+  if (!long.isError || !text(long).includes('time budget of 30 s')) fail('hold_key over the budget: ' + text(long));
   await okCall('screen', {});
-  ok('a drag out of the image and a click with modifiers are tool errors; the server answers');
+  ok('a drag out of the image, hold_key with an unknown key or over the budget are tool errors; the server answers');
 }
 
 const modes = { cancel, progress, schemas, computer };
