@@ -259,25 +259,8 @@ func BenchmarkDesktopsXvnc(b *testing.B) {
 			cmd, took = bareXvfb(b, "1280x800")
 			bareFb = append(bareFb, took)
 			stopBare(cmd)
-			for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
-				name := fmt.Sprintf("v%d-%s", i, wm)
-				start := time.Now()
-				if _, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: name, WM: wm, Server: wire.ServerXvnc}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := c.Screenshot(ctx, wire.ScreenshotParams{Desktop: name}); err != nil {
-					b.Fatal(err)
-				}
-				took := time.Since(start)
-				if wm == wire.WMNone {
-					none = append(none, took)
-				} else {
-					openbox = append(openbox, took)
-				}
-				if err := c.DesktopRm(ctx, wire.DesktopRmParams{Name: name}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			none = append(none, desktopReady(ctx, b, c, fmt.Sprintf("v%d-none", i), wire.WMNone, wire.ServerXvnc))
+			openbox = append(openbox, desktopReady(ctx, b, c, fmt.Sprintf("v%d-openbox", i), wire.WMOpenbox, wire.ServerXvnc))
 		}
 		b.ReportMetric(float64(median(bareVnc).Microseconds())/1000, "bare-xvnc-ms")
 		b.ReportMetric(float64(median(bareFb).Microseconds())/1000, "bare-xvfb-ms")
