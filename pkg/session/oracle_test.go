@@ -155,6 +155,15 @@ func TestAskOracle(t *testing.T) {
 			var promptRE *regexp.Regexp
 			if prog.prompt != "" {
 				promptRE = regexp.MustCompile(prog.prompt)
+				// The first question waits, as a person would, until the
+				// program has shown its prompt: sixteen programs and their
+				// tmux twins start at once on two cores, and judging a
+				// program still starting by its look (a guess) is what
+				// issue 26 replaces with knowing it reads its terminal.
+				gate := "(?m)" + strings.TrimSuffix(prog.prompt, " $")
+				if _, err := m.Wait(ctx, WaitRequest{Name: name, Until: gate, Timeout: 60 * time.Second}); err != nil {
+					t.Fatalf("%s never showed its prompt: %v", prog.name, err)
+				}
 			}
 			for _, q := range prog.asks {
 				var wg sync.WaitGroup
