@@ -24,7 +24,7 @@ else
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 endif
 
-.PHONY: all build run test bench clean install uninstall man
+.PHONY: all build run test bench clean install uninstall man view-assets
 
 all: build
 
@@ -45,6 +45,11 @@ man: build
 	$(GO) run -tags mangen ./cmd/agentctl __man $(BIN)/man
 	sh man/mkman $(BIN)/agentd config.example.toml $(BIN)/man
 
+# The view's xterm.js, copied from the release package-lock.json pins into
+# pkg/view/static (committed; needs npm and its registry).
+view-assets:
+	$(GO) generate ./pkg/view
+
 # Run the daemon in the foreground with default settings.
 run: build
 	$(BIN)/agentd
@@ -54,7 +59,7 @@ run: build
 # friends: .ci/run installs them on Debian.
 test: export AGENTD_TESTHOME_CHECK = fail
 test:
-	@fmt="$$(gofmt -l cmd pkg internal test)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+	@fmt="$$(gofmt -l cmd pkg internal test third_party)"; if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 	$(GO) vet ./...
 	# staticcheck, pinned (the module proxy serves it; go run caches the build).
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...

@@ -57,10 +57,30 @@ func stopBare(cmd *exec.Cmd) {
 	cmd.Wait()
 }
 
-// memKB is a process's resident memory and the part of it that is its
-// own (Private_Dirty: anonymous pages no other process shares, which the
-// kernel cannot drop; the rest is shared libraries' file pages).
-func memKB(pid int) (rss, private int) {
+// procMem is a process's memory from /proc/PID/smaps_rollup, in KiB:
+// resident (RSS, shared pages counted whole), proportional (PSS: each
+// shared page divided among the processes that map it, so the PSS of all
+// processes sums to what they hold together) and private (Private_Clean +
+// Private_Dirty: pages no other process maps, what ending it frees).
+type procMem struct {
+	Comm              string
+	PID               int
+	RSS, PSS, Private int
+}
+
+func (m *procMem) add(o procMem) {
+	m.RSS, m.PSS, m.Private = m.RSS+o.RSS, m.PSS+o.PSS, m.Private+o.Private
+}
+
+func (m procMem) String() string {
+	return fmt.Sprintf("%-12s pid %-7d rss %6.1f MB  pss %6.1f MB  private %6.1f MB", m.Comm, m.PID,
+		float64(m.RSS)/1024, float64(m.PSS)/1024, float64(m.Private)/1024)
+}
+
+func memOf(pid int) procMem {
+	m := procMem{PID: pid}
+	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	m.Comm = strings.TrimSpace(string(comm))
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
@@ -70,16 +90,18 @@ func memKB(pid int) (rss, private int) {
 		n, _ := strconv.Atoi(f[1])
 		switch f[0] {
 		case "Rss:":
-			rss = n
-		case "Private_Dirty:":
-			private = n
+			m.RSS = n
+		case "Pss:":
+			m.PSS = n
+		case "Private_Clean:", "Private_Dirty:":
+			m.Private += n
 		}
 	}
-	return rss, private
+	return m
 }
 
-// groupMemKB sums memKB over a process group.
-func groupMemKB(pgid int) (rss, private int) {
+// groupMem returns the memory of each process of group pgid and their sum.
+func groupMem(pgid int) (procs []procMem, sum procMem) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -93,11 +115,13 @@ func groupMemKB(pgid int) (rss, private int) {
 		}
 		f := strings.Fields(string(b)[i+2:])
 		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
-			r, p := memKB(pid)
-			rss, private = rss+r, private+p
+			m := memOf(pid)
+			procs = append(procs, m)
+			sum.add(m)
 		}
 	}
-	return rss, private
+	sum.Comm = "group"
+	return procs, sum
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -141,26 +165,64 @@ func BenchmarkDesktops(b *testing.B) {
 		b.ReportMetric(float64(median(none).Microseconds())/1000, "ready-wm-none-ms")
 		b.ReportMetric(float64(median(openbox).Microseconds())/1000, "ready-openbox-ms")
 
-		// Memory of an idle desktop (its whole group: worker, Xvfb,
-		// bus, window manager) against a bare Xvfb, both shown once.
+		// Memory of an idle desktop (its whole group: worker, Xvfb, and
+		// the bus and window manager when they run) against a bare Xvfb,
+		// both idle, measured while both run so that they share the X
+		// server's libraries alike (PSS divides them). Each desktop is
+		// measured fresh, then after one screenshot through the daemon
+		// (which leaves its MIT-SHM segment attached to the server), then
+		// with an xterm's window on it (openbox starts with the first
+		// window; the xterm is not the desktop's and is not counted).
 		cmd, _ := bareXvfb(b, "1280x800")
-		time.Sleep(500 * time.Millisecond) // a pause in the measurement, not a synchronisation: let both settle idle
-		bareRSS, barePrivate := memKB(cmd.Process.Pid)
-		stopBare(cmd)
 		for _, wm := range []string{wire.WMNone, wire.WMOpenbox} {
 			d, err := c.DesktopNew(ctx, wire.DesktopNewParams{Name: "mem-" + wm, WM: wm, Server: wire.ServerXvfb})
 			if err != nil {
 				b.Fatal(err)
 			}
-			c.Screenshot(ctx, wire.ScreenshotParams{Desktop: d.Name})
-			time.Sleep(500 * time.Millisecond)
-			rss, private := groupMemKB(d.WorkerPID)
-			b.ReportMetric(float64(rss)/1024, "desktop-"+wm+"-rss-MB")
-			b.ReportMetric(float64(private)/1024, "desktop-"+wm+"-private-MB")
+			whens := []string{"fresh", "shot"}
+			if _, err := exec.LookPath("xterm"); err == nil {
+				whens = append(whens, "window")
+			}
+			var xterm *exec.Cmd
+			for _, when := range whens {
+				switch when {
+				case "shot":
+					c.Screenshot(ctx, wire.ScreenshotParams{Desktop: d.Name})
+				case "window":
+					// A program's window (outside the group, so not
+					// counted): openbox starts with it.
+					xterm = exec.Command("xterm", "-geometry", "80x24+20+20")
+					xterm.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
+					if err := xterm.Start(); err != nil {
+						b.Fatal(err)
+					}
+					if wm == wire.WMOpenbox {
+						await(b, 15*time.Second, "openbox to start with the xterm", func() bool {
+							procs, _ := groupMem(d.WorkerPID)
+							return slices.ContainsFunc(procs, func(p procMem) bool { return p.Comm == "openbox" })
+						})
+					}
+				}
+				time.Sleep(500 * time.Millisecond) // a pause in the measurement, not a synchronisation: let both settle idle
+				bare := memOf(cmd.Process.Pid)
+				procs, sum := groupMem(d.WorkerPID)
+				for _, p := range procs {
+					b.Logf("desktop --wm %s, %s: %s", wm, when, p)
+				}
+				b.Logf("desktop --wm %s, %s: %s", wm, when, sum)
+				b.Logf("bare Xvfb, same moment:  %s", bare)
+				tag := "desktop-" + wm + "-" + when
+				b.ReportMetric(float64(sum.RSS-bare.RSS)/1024, tag+"-rss+MB")
+				b.ReportMetric(float64(sum.PSS-bare.PSS)/1024, tag+"-pss+MB")
+				b.ReportMetric(float64(sum.Private-bare.Private)/1024, tag+"-private+MB")
+			}
 			c.DesktopRm(ctx, wire.DesktopRmParams{Name: d.Name})
+			if xterm != nil {
+				xterm.Process.Kill()
+				xterm.Wait()
+			}
 		}
-		b.ReportMetric(float64(bareRSS)/1024, "bare-xvfb-rss-MB")
-		b.ReportMetric(float64(barePrivate)/1024, "bare-xvfb-private-MB")
+		stopBare(cmd)
 
 		// Four desktops at once against one.
 		var names []string

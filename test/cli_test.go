@@ -61,7 +61,7 @@ func TestUnknownCommandsAndTopicsAreUsageErrors(t *testing.T) {
 		{[]string{"channel", "shout"}, `unknown channel command "shout"`},
 		{[]string{"list", "--nope"}, "unknown flag: --nope; see agentctl list --help"},
 		{[]string{"status"}, "usage: agentctl status NAME"},
-		{[]string{"wait", "py"}, "give --until REGEXP, --idle DURATION or --exit"},
+		{[]string{"wait", "py"}, "give --until REGEXP, --idle DURATION, --ready, --state STATE or --exit"},
 	} {
 		_, errOut, code := h.agentctl("", tc.args...)
 		if code != wire.ExitUsage || !strings.Contains(errOut, tc.want) {

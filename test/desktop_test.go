@@ -76,16 +76,7 @@ func (h *home) cleanDesktops() {
 		// lock naming a dead server (a live one is a parallel test's new
 		// desktop that took the number since).
 		for _, n := range displays {
-			if c, err := net.Dial("unix", "/tmp/.X11-unix/X"+n); err == nil {
-				c.Close()
-			} else if _, serr := os.Lstat("/tmp/.X11-unix/X" + n); serr == nil {
-				h.t.Errorf("a dead X socket /tmp/.X11-unix/X%s is left after desktop rm", n)
-			}
-			if b, err := os.ReadFile("/tmp/.X" + n + "-lock"); err == nil {
-				if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); !alive(pid) {
-					h.t.Errorf("/tmp/.X%s-lock of a dead server is left after desktop rm", n)
-				}
-			}
+			checkDisplayFreed(h.t, n, 0)
 		}
 		dirs, _ := filepath.Glob(filepath.Join(h.state, "agentd", "desktops", "*", "manifest.json"))
 		for _, m := range dirs {
@@ -283,9 +274,9 @@ func TestTwoDesktopsTakeBatchesAtOnce(t *testing.T) {
 	}
 
 	// rm leaves no process, socket, lock or cookie.
-	num := strings.TrimPrefix(d1.Display, ":")
 	h.ctl(0, "desktop", "rm", "d1")
-	for _, p := range []string{"/tmp/.X11-unix/X" + num, "/tmp/.X" + num + "-lock", d1.Authority, filepath.Dir(d1.Authority)} {
+	checkDisplayFreed(t, strings.TrimPrefix(d1.Display, ":"), d1.ServerPID)
+	for _, p := range []string{d1.Authority, filepath.Dir(d1.Authority)} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s is left after desktop rm", p)
 		}
@@ -297,6 +288,26 @@ func TestTwoDesktopsTakeBatchesAtOnce(t *testing.T) {
 	}
 	if _, ok := h.desktop("d1"); ok {
 		t.Error("d1 is still listed after rm")
+	}
+}
+
+// checkDisplayFreed fails the test when display n's socket or lock is
+// left after desktop rm ended its server (serverPID, 0 when unknown): a
+// socket nothing answers on, a lock naming the ended server or a dead
+// process. A live server on n is not a leftover: the number is free once
+// rm ends, and a parallel test's desktop (they share the range) may take
+// it at once.
+func checkDisplayFreed(t testing.TB, n string, serverPID int) {
+	t.Helper()
+	if c, err := net.Dial("unix", "/tmp/.X11-unix/X"+n); err == nil {
+		c.Close()
+	} else if _, serr := os.Lstat("/tmp/.X11-unix/X" + n); serr == nil {
+		t.Errorf("a dead X socket /tmp/.X11-unix/X%s is left after desktop rm", n)
+	}
+	if b, err := os.ReadFile("/tmp/.X" + n + "-lock"); err == nil {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == serverPID || !alive(pid) {
+			t.Errorf("/tmp/.X%s-lock of the ended server (pid %d) is left after desktop rm", n, pid)
+		}
 	}
 }
 
@@ -433,6 +444,31 @@ func TestDesktopClipboard(t *testing.T) {
 	audit, _ := os.ReadFile(filepath.Join(h.state, "agentd", "audit.jsonl"))
 	if strings.Contains(string(audit), "secret clip") || !strings.Contains(string(audit), `"kind":"clipboard_set","bytes":`+strconv.Itoa(len(text))) {
 		t.Errorf("audit log must hold the clipboard's length, never its text:\n%s", audit)
+	}
+}
+
+// TestDesktopClipboardSurvivesAgentdRestart: the desktop's worker owns
+// the clipboard's text, not agentd, so text set before a kill -9 of
+// agentd is what the next agentd reads (through its own X connection, a
+// conversion the worker answers), at the 64 KiB limit.
+func TestDesktopClipboardSurvivesAgentdRestart(t *testing.T) {
+	needDesktopTools(t)
+	t.Parallel()
+	h := newHome(t)
+	args := []string{"--desktops", "--display", "none"}
+	d := h.startDaemon(args)
+	h.cleanDesktops()
+	h.newDesktop("cr", "--wm", "none")
+	text := "kept ünïcödé 漢字\n"
+	text += strings.Repeat("x", wire.MaxClipBytes-len(text))
+	if _, errOut, code := h.agentctl(text, "desktop", "clip", "cr", "set", "-"); code != 0 {
+		t.Fatalf("clip set: exit %d %s", code, errOut)
+	}
+	d.cmd.Process.Kill()
+	d.wait(10 * time.Second)
+	h.startDaemon(args)
+	if out := h.ctl(0, "desktop", "clip", "cr", "get"); out != text {
+		t.Errorf("clip get after kill -9 and restart: %d bytes (%.40q...), want the %d bytes set before", len(out), out, len(text))
 	}
 }
 

@@ -94,6 +94,9 @@ type home struct {
 	state   string // XDG_STATE_HOME
 	config  string // XDG_CONFIG_HOME
 	socket  string
+	// start starts the daemon's process; nil is cmd.Start. A test sets it
+	// to start agentd elsewhere, e.g. in a network namespace of its own.
+	start func(cmd *exec.Cmd) error
 }
 
 func newHome(t *testing.T) *home { return newHomeTB(t) }
@@ -171,7 +174,11 @@ func (h *home) spawnDaemon(args []string, extraEnv ...string) *daemonProc {
 	cmd.Env = h.env(extraEnv...)
 	d := &daemonProc{t: h.t, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = d.stderr
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if h.start != nil {
+		start = func() error { return h.start(cmd) }
+	}
+	if err := start(); err != nil {
 		h.t.Fatal(err)
 	}
 	go func() { d.err = cmd.Wait(); close(d.done) }()

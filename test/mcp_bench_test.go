@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"sort"
 	"strings"
@@ -50,13 +51,58 @@ func callOK(b *testing.B, cs *mcp.ClientSession, name string, args any) *mcp.Cal
 	return res
 }
 
+// rawMCPClient is an MCP client that writes its requests as prepared lines
+// and reads each answer as a line, as the benchmark's serve client does: it
+// measures the server, not a client library.
+type rawMCPClient struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// benchRawMCP starts `agentctl mcp --yes` against h, initialized (MCP
+// 2025-11-25) and with a screenshot taken, for a raw client.
+func benchRawMCP(b *testing.B, h *home) *rawMCPClient {
+	b.Helper()
+	cmd := exec.Command(bin.agentctl, "mcp", "--yes")
+	cmd.Env = h.env()
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	r := &rawMCPClient{in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	r.call(b, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
+	if _, err := in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		b.Fatal(err)
+	}
+	r.call(b, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"screenshot","arguments":{}}}`))
+	return r
+}
+
+// call writes one request line and fails the benchmark unless the answer
+// is a result that is not a tool error.
+func (r *rawMCPClient) call(b *testing.B, line []byte) {
+	if _, err := r.in.Write(append(line, '\n')); err != nil {
+		b.Fatal(err)
+	}
+	s, err := r.out.ReadString('\n')
+	if err != nil || !strings.Contains(s, `"result"`) || strings.Contains(s, `"isError":true`) {
+		b.Fatalf("agentctl mcp answered %.500q %v", s, err)
+	}
+}
+
 // BenchmarkMoves96OneConnection moves the pointer 96 times as 4 unobserved
 // batches of 24 over one connection, the way an MCP client or a local
 // service drives the screen: through pkg/wire's client, through `agentctl
 // serve` and through `agentctl mcp` (tools/call act), beside 96 `xdotool
 // mousemove` processes, interleaved in one run on the busy 1920x1080
 // screen. The bar (issue 10): at most 1/50 of xdotool's time. Reported:
-// medians per 96 moves and each one's fraction of xdotool's.
+// medians per 96 moves and each one's fraction of xdotool's. The serve and
+// mcp rows use a client that writes prepared lines and reads answers as
+// lines, so they measure agentd's surfaces; mcp-sdk-client is the same
+// server driven through the Go MCP SDK's client, whose own encoding and
+// decoding (in this process) add to its figure.
 func BenchmarkMoves96OneConnection(b *testing.B) {
 	srv, h := benchDesktop(b, true)
 	batch := func(k int, scale float64) []map[string]any {
@@ -101,6 +147,12 @@ func BenchmarkMoves96OneConnection(b *testing.B) {
 	for k := 0; k < 4; k++ {
 		mcpArgs = append(mcpArgs, map[string]any{"actions": batch(k, 1024.0/1920), "observe": false})
 	}
+	raw := benchRawMCP(b, h)
+	var rawLines [][]byte
+	for k, a := range mcpArgs {
+		rawLines = append(rawLines, mustJSON(b, map[string]any{"jsonrpc": "2.0", "id": 100 + k, "method": "tools/call",
+			"params": map[string]any{"name": "act", "arguments": a}}))
+	}
 
 	runs := []struct {
 		name string
@@ -130,6 +182,11 @@ func BenchmarkMoves96OneConnection(b *testing.B) {
 			}
 		}},
 		{"mcp", func() {
+			for _, l := range rawLines {
+				raw.call(b, l)
+			}
+		}},
+		{"mcp-sdk-client", func() {
 			for _, a := range mcpArgs {
 				callOK(b, cs, "act", a)
 			}

@@ -233,6 +233,7 @@ func rawCases() (pre, post []rawCase) {
 		{name: "progressToken true", line: []byte(`{"jsonrpc":"2.0","id":"p1","method":"tools/list","params":{"_meta":{"progressToken":true}}}`), wantID: `"p1"`},
 		{name: "progressToken an object", line: []byte(`{"jsonrpc":"2.0","id":"p2","method":"tools/list","params":{"_meta":{"progressToken":{"a":[1]}}}}`), wantID: `"p2"`},
 		{name: "progressToken null", line: []byte(`{"jsonrpc":"2.0","id":"p3","method":"tools/list","params":{"_meta":{"progressToken":null}}}`), wantID: `"p3"`},
+		{name: "progressToken an array", line: []byte(`{"jsonrpc":"2.0","id":"p5","method":"tools/list","params":{"_meta":{"progressToken":[1]}}}`), wantID: `"p5"`},
 		{name: "progressToken 1.5", line: []byte(`{"jsonrpc":"2.0","id":"p4","method":"tools/list","params":{"_meta":{"progressToken":1.5}}}`), wantID: `"p4"`},
 		{name: "cancel an id never sent", line: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never"}}`), none: true},
 		{name: "cancel a finished request", line: []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"p1"}}`), none: true},
@@ -373,5 +374,131 @@ func TestMCPRawCancelWaitAndAct(t *testing.T) {
 		if string(r.ID) == `"s"` {
 			break
 		}
+	}
+}
+
+// nextLine reads the next line the server wrote, whatever it holds.
+func (m *rawMCP) nextLine(what string) []byte {
+	m.t.Helper()
+	select {
+	case l, ok := <-m.lines:
+		if !ok {
+			m.t.Fatalf("%s: the server closed stdout (it ended)\nstderr: %s", what, m.stderr)
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		m.t.Fatalf("%s: no message from the server in 30 s\nstderr: %s", what, m.stderr)
+	}
+	return nil
+}
+
+// batchAnswer reads lines until one is a JSON array (a batch's answer) and
+// returns its elements.
+func (m *rawMCP) batchAnswer(what string) []rawMsg {
+	m.t.Helper()
+	for {
+		l := m.nextLine(what)
+		if len(l) == 0 || l[0] != '[' {
+			continue // a notification the server sent meanwhile
+		}
+		var elems []rawMsg
+		if err := json.Unmarshal(l, &elems); err != nil {
+			m.t.Fatalf("%s: %q is not an array of messages: %v", what, l, err)
+		}
+		for i := range elems {
+			elems[i].raw, _ = json.Marshal(elems[i])
+		}
+		return elems
+	}
+}
+
+// withID are the messages whose id is id's bytes.
+func withID(msgs []rawMsg, id string) []rawMsg {
+	var out []rawMsg
+	for _, r := range msgs {
+		if string(r.ID) == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Under MCP 2025-03-26, whose stdio transport allows JSON-RPC batches, a
+// batch is taken: one array answers its requests, its bad elements each
+// get their error in it, notifications get nothing, a batch of
+// notifications gets no answer at all, an empty batch one error, and
+// initialize may not be in one. The server goes on after each (a ping).
+func TestMCPRawBatchesUnder20250326(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil)
+	h.ctl(0, "spawn", "cc", "--", "sh")
+	for _, args := range [][]string{{"mcp", "--yes"}, {"channel", "mcp", "--session", "cc"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			m := h.startRawMCP(t, args...)
+			// A batch before initialize: no version agreed, refused.
+			m.check(rawCase{name: "a batch before initialize", line: []byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`), code: -32600, wantID: "null", says: "2025-03-26"})
+			m.send([]byte(strings.Replace(initLine, "2025-11-25", "2025-03-26", 1)))
+			for {
+				r := m.next("initialize")
+				if string(r.ID) != `"init"` {
+					continue
+				}
+				var res struct{ ProtocolVersion string }
+				json.Unmarshal(r.Result, &res)
+				if r.Error != nil || res.ProtocolVersion != "2025-03-26" {
+					t.Fatalf("initialize with 2025-03-26: %s", r.raw)
+				}
+				break
+			}
+			m.send([]byte(`[{"jsonrpc":"2.0","method":"notifications/initialized"}]`))
+			if seen := m.ping("a batch of one notification"); len(seen) > 0 {
+				t.Errorf("a batch of notifications was answered: %s", seen[0].raw)
+			}
+
+			m.send([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},` +
+				`{"jsonrpc":"2.0","method":"notifications/frobnicated"},` +
+				`{"jsonrpc":"2.0","id":"b2","method":"tools/list"},` +
+				`{"jsonrpc":"2.0","id":1.5,"method":"frobnicate"},` +
+				`{"bad":1},` +
+				`7,` +
+				`{"jsonrpc":"2.0","id":"i2","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}]`))
+			got := m.batchAnswer("the batch")
+			if len(got) != 6 {
+				t.Errorf("the batch's answer has %d elements, want 6 (1, \"b2\", 1.5, two with id null, \"i2\"): %+v", len(got), got)
+			}
+			one := func(id string) rawMsg {
+				rs := withID(got, id)
+				if len(rs) == 0 {
+					t.Fatalf("the batch's answer has no id %s: %+v", id, got)
+				}
+				return rs[0]
+			}
+			if r := one("1"); r.Error != nil || string(r.Result) != "{}" {
+				t.Errorf("ping in the batch: %+v", r)
+			}
+			if r := one(`"b2"`); r.Error != nil || !strings.Contains(string(r.Result), `"tools"`) {
+				t.Errorf("tools/list in the batch: %+v", r)
+			}
+			if r := one("1.5"); r.Error == nil || r.Error.Code != -32601 {
+				t.Errorf("an unknown method in the batch: %+v, want -32601", r)
+			}
+			for _, r := range withID(got, "null") {
+				if r.Error == nil || r.Error.Code != -32600 {
+					t.Errorf("a bad element in the batch: %+v, want -32600 with id null", r)
+				}
+			}
+			if r := one(`"i2"`); r.Error == nil || r.Error.Code != -32600 || !strings.Contains(r.Error.Message, "batch") {
+				t.Errorf("initialize in the batch: %+v, want -32600 saying it may not be in a batch", r)
+			}
+			m.ping("the batch")
+
+			m.check(rawCase{name: "an empty batch", line: []byte(`[]`), code: -32600, wantID: "null", says: "empty batch"})
+			m.send([]byte(`[[{"jsonrpc":"2.0","id":"n","method":"ping"}]]`))
+			if got := m.batchAnswer("a batch in a batch"); len(got) != 1 || got[0].Error == nil || got[0].Error.Code != -32600 || string(got[0].ID) != "null" {
+				t.Errorf("a batch in a batch: %+v, want one -32600 with id null", got)
+			}
+			m.ping("a batch in a batch")
+		})
 	}
 }

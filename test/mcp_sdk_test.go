@@ -93,11 +93,13 @@ func TestMCPSDKOutputSchemas(t *testing.T) {
 func winGeom(t *testing.T, srv *xvfbtest.Server, title string) (id string, x, y, w, hgt int) {
 	t.Helper()
 	var out, last []byte
-	deadline := time.Now().Add(20 * time.Second)
-	await(t, 25*time.Second, "the window "+title, func() bool {
+	// Generous: three xterms and openbox starting beside a loaded suite
+	// took over 20 s once (the programs', not agentd's, time).
+	deadline := time.Now().Add(60 * time.Second)
+	await(t, 65*time.Second, "the window "+title, func() bool {
 		ids, err := srv.Command("xdotool", "search", "--onlyvisible", "--name", "^"+title+"$").Output()
 		if time.Now().After(deadline) {
-			t.Fatalf("no window %s after 20 s: xdotool search: %v %q; last xwininfo: %s", title, err, ids, out)
+			t.Fatalf("no window %s after 60 s: xdotool search: %v %q; last xwininfo: %s", title, err, ids, out)
 		}
 		if err != nil {
 			return false

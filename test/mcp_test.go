@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"image/jpeg"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -158,7 +160,7 @@ func image(res *mcp.CallToolResult) *mcp.ImageContent {
 
 var (
 	lookTools = []string{"list", "status", "snapshot", "logs", "wait", "screenshot", "zoom", "cursor_position", "screen", "desktops", "channels"}
-	actTools  = []string{"spawn", "ask", "send", "resize", "stop", "rm", "push", "act", "desktop_new", "desktop_rm"}
+	actTools  = []string{"spawn", "ask", "send", "resize", "stop", "restart", "rm", "push", "act", "desktop_new", "desktop_rm"}
 )
 
 func TestMCPToolsLookThenAct(t *testing.T) {
@@ -223,6 +225,7 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 		"send":        {"name": "s1", "keys": []string{"enter"}},
 		"stop":        {"name": "s1"},
 		"resize":      {"name": "s1", "cols": 100, "rows": 30},
+		"restart":     {"name": "s1", "force": true},
 		"rm":          {"name": "s1", "force": true},
 		"push":        {"session": "s1", "message": "hi"},
 		"act":         {"actions": []map[string]any{{"kind": "move", "x": 10, "y": 10}}},
@@ -262,6 +265,15 @@ func TestMCPToolsLookThenAct(t *testing.T) {
 	sc, _ = rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 512, "y": 288}}})
 	if x, y := pointer(t, srv); x != 960 || y != 540 {
 		t.Errorf("move to 512,288 of the 1024x576 image put the pointer at %d,%d, want 960,540 (%v)", x, y, sc)
+	}
+	// The pointer is reported in the image's pixels, where act takes it.
+	sc, _ = rw.ok("screenshot", nil)
+	if p, _ := sc["pointer_in_image"].(map[string]any); p["x"] != 512.0 || p["y"] != 288.0 {
+		t.Errorf("screenshot's pointer_in_image %v, want 512,288 (the screen's 960,540 in the 1024x576 image)", sc["pointer_in_image"])
+	}
+	sc, _ = rw.ok("cursor_position", nil)
+	if p, _ := sc["image"].(map[string]any); p["x"] != 512.0 || p["y"] != 288.0 || sc["image_width"] != 1024.0 {
+		t.Errorf("cursor_position %v, want 512,288 in the 1024x576 image", sc)
 	}
 	rw.ok("act", map[string]any{"actions": []map[string]any{{"kind": "move", "x": 1023, "y": 575}}, "observe": false})
 	if x, y := pointer(t, srv); x != 1919 || y != 1079 {
@@ -316,14 +328,23 @@ func TestMCPBadInput(t *testing.T) {
 	m.badArgs("wait", map[string]any{"name": "x"}, "say what to wait for")
 	m.badArgs("push", map[string]any{"message": "x"}, "session or channel_id")
 	m.badArgs("zoom", map[string]any{"x": 0, "y": 0, "width": 10, "height": 10}, "take a screenshot first")
-
-	// Well-formed calls the daemon refuses are tool errors too.
 	many := make([]map[string]any, 25)
 	for i := range many {
 		many[i] = map[string]any{"kind": "wait", "ms": 1}
 	}
 	m.badArgs("act", map[string]any{"actions": many}, "24")
+	// None of those reached agentd: its audit log, which records every
+	// batch it is given (refused ones too), has none.
+	audit := filepath.Join(h.state, "agentd", "audit.jsonl")
+	if b, _ := os.ReadFile(audit); len(bytes.TrimSpace(b)) > 0 {
+		t.Errorf("arguments the server refused reached agentd's act: %s", b)
+	}
+
+	// Well-formed calls the daemon refuses are tool errors too.
 	m.refused("act", map[string]any{"actions": []map[string]any{{"kind": "type", "text": strings.Repeat("a", 1001)}}}, "invalid_params", "1000")
+	if b, _ := os.ReadFile(audit); !strings.Contains(string(b), `"outcome":"invalid"`) {
+		t.Errorf("agentd's audit log after a batch it refused: %q, want the refused batch (else the check above proves nothing)", b)
+	}
 	m.refused("screenshot", map[string]any{"region": map[string]any{"x": 5000, "y": 0, "width": 10, "height": 10}}, "invalid_params")
 	m.refused("status", map[string]any{"name": "nobody"}, "agent_not_found", "nobody")
 	m.refused("send", map[string]any{"name": "nobody", "text": "x"}, "agent_not_found")

@@ -215,3 +215,49 @@ func TestWorktreeBadInput(t *testing.T) {
 		t.Errorf("a refused spawn made a branch: %q", out)
 	}
 }
+
+// TestRunInAWorktree: run takes spawn's --worktree and --worktree-dir. With
+// --rm a clean worktree goes with its session and its branch; one holding
+// work stays with its session, run says so on stderr, and the exit status
+// is still the program's.
+func TestRunInAWorktree(t *testing.T) {
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon(nil, gitEnv...)
+	repo := gitRepo(t)
+
+	out, errOut, code := h.agentctl("", "run", "--rm", "clean", "--cwd", repo, "--worktree", "--", "sh", "-c", "cat notes.txt; pwd")
+	if code != 0 || !strings.Contains(out, "shared line") || !strings.Contains(out, filepath.Join(h.state, "agentd", "worktrees")) {
+		t.Fatalf("run --rm --worktree of a clean program: exit %d, stdout %q, stderr %q; want 0, the file, a directory under the state", code, out, errOut)
+	}
+	h.ctl(13, "status", "clean")
+	if got := gitIn(t, repo, "branch", "--list", "clean"); got != "" {
+		t.Errorf("run --rm of a clean worktree kept its branch: %q", got)
+	}
+
+	_, errOut, code = h.agentctl("", "run", "--rm", "dirty", "--cwd", repo, "--worktree", "--", "sh", "-c", "echo dirty was here > notes.txt; exit 3")
+	if code != 3 || !strings.Contains(errOut, "run --rm: session dirty stays") || !strings.Contains(errOut, "notes.txt") {
+		t.Fatalf("run --rm --worktree of a program that left changes: exit %d, stderr %q; want 3 and why the session stays", code, errOut)
+	}
+	if d := h.diffJSON("dirty"); !strings.Contains(d.Patch, "+dirty was here") {
+		t.Errorf("the kept worktree's diff: %+v", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "notes.txt")); string(b) != "shared line\n" {
+		t.Errorf("the main checkout changed: %q", b)
+	}
+
+	// BRANCH after a space, as spawn takes it, and --worktree-dir.
+	gitIn(t, repo, "branch", "feature")
+	dir := filepath.Join(t.TempDir(), "wt")
+	out, errOut, code = h.agentctl("", "run", "feat", "--cwd", repo, "--worktree", "feature", "--worktree-dir", dir, "--", "pwd")
+	if code != 0 || !strings.Contains(out, dir) {
+		t.Fatalf("run --worktree feature --worktree-dir %s: exit %d, stdout %q, stderr %q", dir, code, out, errOut)
+	}
+	if d := h.diffJSON("feat"); d.Path != dir || d.Branch != "feature" {
+		t.Errorf("diff of run's worktree: %+v; want %s on branch feature", d, dir)
+	}
+	if _, errOut, code := h.agentctl("", "run", "x", "--worktree-dir", dir, "--", "true"); code != 2 || !strings.Contains(errOut, "--worktree-dir needs --worktree") {
+		t.Errorf("run --worktree-dir alone: exit %d, stderr %q", code, errOut)
+	}
+	h.ctl(0, "rm", "--force", "dirty", "feat")
+}

@@ -21,10 +21,10 @@ import (
 // key telnet made familiar, which terminal programs rarely need.
 const detachKey = 0x1d
 
-func attachVerb() verb {
+func attachVerb() command {
 	var readOnly bool
 	var detachKeys string
-	return verb{
+	return verb[*selfPrinted]{
 		use: "attach NAME [--read-only] [--detach-keys KEYS]", summary: "an interactive terminal on a session; Ctrl-] detaches",
 		long: "An interactive terminal on the session: its screen, then its output live, and your keys go to\n" +
 			"its program. Ctrl-] detaches and leaves the session running; --detach-keys names another key or\n" +
@@ -39,7 +39,7 @@ func attachVerb() verb {
 			fs.StringVar(&detachKeys, "detach-keys", "ctrl-]", "the key or comma-separated keys that detach (ctrl-p,ctrl-q)")
 		},
 		flagComplete: map[string]completeKind{"detach-keys": completeNone},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			seq, err := parseDetachKeys(detachKeys)
 			if err != nil {
 				return nil, err
@@ -74,10 +74,9 @@ func attach(ctx context.Context, e *env, name string, readOnly bool, detach []by
 		// An agentd from before framed input, still running after an
 		// upgrade: size the session on the side, as it knows, and send
 		// bare keys.
+		c := e.client() // made here: resize runs on SIGWINCH's goroutine too
 		resize := func(cols, rows int) {
-			if c, err := e.dial(ctx); err == nil {
-				c.Resize(ctx, wire.ResizeParams{Name: name, Cols: cols, Rows: rows})
-			}
+			c.Resize(ctx, wire.ResizeParams{Name: name, Cols: cols, Rows: rows})
 		}
 		if cols > 0 {
 			resize(cols, rows)

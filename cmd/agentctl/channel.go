@@ -21,13 +21,13 @@ import (
 
 // channelVerb is `agentctl channel ...`: a group whose sub-commands are
 // the channel methods.
-func channelVerb() verb {
-	return verb{
+func channelVerb() command {
+	return group{
 		use:     "channel COMMAND",
 		summary: "register a channel and print its messages (listen), push to one, list them, reply to an ask, or bridge to Claude Code (mcp)",
 		long: "Channels carry messages from local services to a listener, usually an agent in a session.\n" +
 			"A channel lives as long as the connection that registered it.",
-		subs: []verb{channelListenVerb(), channelPushVerb(), channelListVerb(), channelReplyVerb(), channelMCPVerb()},
+		subs: []command{channelListenVerb(), channelPushVerb(), channelListVerb(), channelReplyVerb(), channelMCPVerb()},
 	}
 }
 
@@ -45,10 +45,10 @@ func channelMessageText(arg string, asText bool) (json.RawMessage, error) {
 	return json.Marshal(strings.ToValidUTF8(arg, "\uFFFD"))
 }
 
-func channelPushVerb() verb {
+func channelPushVerb() command {
 	var p wire.PushParams
 	var asText bool
-	return verb{
+	return verb[*wire.PushResult]{
 		use:     "push (ID | --session S) MESSAGE|- [--ack] [--text]",
 		summary: "push a message to a channel, by its id or the session it is bound to",
 		long: "Push MESSAGE to the channel ID, or to the one bound to --session. MESSAGE is JSON, or plain text\n" +
@@ -63,7 +63,7 @@ func channelPushVerb() verb {
 			fs.BoolVar(&asText, "text", false, "send MESSAGE as a JSON string even when it parses as JSON")
 		},
 		flagComplete: map[string]completeKind{"session": completeSession},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*wire.PushResult, error) {
 			want := 2
 			if p.Session != "" {
 				want = 1
@@ -82,11 +82,7 @@ func channelPushVerb() verb {
 				return nil, err
 			}
 			p.TimeoutMS = ms(e.timeout)
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			r, err := c.PushToChannel(ctx, p)
+			r, err := e.client().PushToChannel(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -97,8 +93,7 @@ func channelPushVerb() verb {
 			}
 			return r, nil
 		},
-		human: func(w io.Writer, r any) error {
-			x := r.(*wire.PushResult)
+		human: func(w io.Writer, x *wire.PushResult) error {
 			if x.Delivered {
 				fmt.Fprintf(w, "delivered message %d to channel %s\n", x.Seq, x.ChannelID)
 			} else {
@@ -110,17 +105,13 @@ func channelPushVerb() verb {
 	}
 }
 
-func channelListVerb() verb {
-	return verb{
+func channelListVerb() command {
+	return verb[*wire.ChannelListResult]{
 		use: "list", summary: "list the channels, their listeners and queues", quick: true,
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.ListChannels(ctx)
+		run: func(ctx context.Context, e *env, args []string) (*wire.ChannelListResult, error) {
+			return e.client().ListChannels(ctx)
 		},
-		human: func(w io.Writer, r any) error { return printChannels(w, r.(*wire.ChannelListResult)) },
+		human: printChannels,
 	}
 }
 
@@ -149,23 +140,18 @@ func printChannels(w io.Writer, r *wire.ChannelListResult) error {
 	return tw.Flush()
 }
 
-func channelReplyVerb() verb {
-	return verb{
+func channelReplyVerb() command {
+	return verb[*wire.ChannelReplyResult]{
 		use: "reply ASK_ID TEXT|-", summary: "answer an ask that reached a session through its channel",
 		args: exactArgs(2),
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*wire.ChannelReplyResult, error) {
 			text, err := e.stdinText(args[1])
 			if err != nil {
 				return nil, err
 			}
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.ReplyChannel(ctx, wire.ChannelReplyParams{AskID: args[0], Text: text})
+			return e.client().ReplyChannel(ctx, wire.ChannelReplyParams{AskID: args[0], Text: text})
 		},
-		human: func(w io.Writer, r any) error {
-			x := r.(*wire.ChannelReplyResult)
+		human: func(w io.Writer, x *wire.ChannelReplyResult) error {
 			fmt.Fprintf(w, "replied to %s (session %s)\n", x.AskID, x.Session)
 			return nil
 		},
@@ -178,10 +164,10 @@ type listenEnd struct {
 	Messages  int    `json:"messages"`
 }
 
-func channelListenVerb() verb {
+func channelListenVerb() command {
 	var p wire.RegisterChannelParams
 	var count int
-	return verb{
+	return verb[*listenEnd]{
 		use:     "listen [--session S] [--id ID] [--cc-session-id ID] [--description TEXT] [--count N]",
 		summary: "register a channel and print each message as a JSON line, acknowledging it",
 		long: "Register a channel and print each message pushed to it as a JSON line on stdout, acknowledging\n" +
@@ -197,7 +183,7 @@ func channelListenVerb() verb {
 			fs.IntVar(&count, "count", 0, "exit after this many messages (0: until interrupted)")
 		},
 		flagComplete: map[string]completeKind{"session": completeSession},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*listenEnd, error) {
 			if count < 0 {
 				return nil, usagef("--count %d: give a number of messages, or 0 to listen until interrupted", count)
 			}
@@ -208,7 +194,7 @@ func channelListenVerb() verb {
 
 // channelListen holds a channel until count messages (0: until
 // interrupted) or the daemon goes away.
-func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, count int) (any, error) {
+func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, count int) (*listenEnd, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ack := wire.NewChannelAcker()
@@ -282,7 +268,7 @@ func channelListen(ctx context.Context, e *env, p wire.RegisterChannelParams, co
 	go ack.Run(ctx)
 	// The end of the stream: a person has seen every message; a script
 	// gets the last envelope, so it can tell the end from a cut.
-	done := func() (any, error) {
+	done := func() (*listenEnd, error) {
 		if !e.json {
 			return nil, errPrinted
 		}

@@ -33,6 +33,7 @@ const (
 	completeKeys                        // key names, comma-separated (send --keys)
 	completeSignals                     // signal names (stop --signal)
 	completeCommand                     // spawn's and run's: nothing before --, a command after it, then files
+	completeRestart                     // restart policies (spawn --restart)
 )
 
 // keyNames are send --keys' names (the daemon's pkg/session/keys.go, and
@@ -146,6 +147,12 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 		return listed(keyNames, prefix), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	case completeSignals:
 		return listed(signalNames, prefix), cobra.ShellCompDirectiveNoFileComp
+	case completeRestart:
+		var names []string
+		for _, p := range wire.RestartPolicies {
+			names = append(names, string(p))
+		}
+		return listed(names, prefix), cobra.ShellCompDirectiveNoFileComp
 	case completeStatus:
 		// The list is the client's own: no daemon needed. After a comma,
 		// the next status of the list.
@@ -163,17 +170,11 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
-	defer func() {
-		if e.client != nil {
-			e.client.Close()
-			e.client = nil
-		}
-	}()
 	var out []cobra.Completion
 	switch kind {
 	case completeSession:
-		var r wire.ListResult
-		if e.call(ctx, wire.MethodList, wire.ListParams{}, &r) != nil {
+		r, err := e.client().List(ctx, wire.ListParams{})
+		if err != nil {
 			break
 		}
 		for _, s := range naturalSorted(r.Sessions) {
@@ -182,8 +183,8 @@ func (e *env) candidates(ctx context.Context, kind completeKind, prefix string) 
 			}
 		}
 	case completeChannel:
-		var r wire.ChannelListResult
-		if e.call(ctx, wire.MethodChannelList, nil, &r) != nil {
+		r, err := e.client().ListChannels(ctx)
+		if err != nil {
 			break
 		}
 		for _, ch := range r.Channels {
@@ -215,13 +216,13 @@ _get_comp_words_by_ref() {
 fi
 `
 
-func completionVerb() verb {
-	shell := func(name, how string, gen func(root *cobra.Command, e *env) error) verb {
-		return verb{
+func completionVerb() command {
+	shell := func(name, how string, gen func(root *cobra.Command, e *env) error) command {
+		return verb[*selfPrinted]{
 			use:     name,
 			summary: "print the " + name + " completion script",
 			long:    "Print the " + name + " completion script: Tab completes commands, flags, and session names and channel ids\nfrom the running agentd.\n\n" + how,
-			run: func(ctx context.Context, e *env, args []string) (any, error) {
+			run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 				if err := gen(e.cmd.Root(), e); err != nil {
 					return nil, err
 				}
@@ -229,11 +230,11 @@ func completionVerb() verb {
 			},
 		}
 	}
-	return verb{
+	return group{
 		use:     "completion SHELL",
 		summary: "print a shell completion script (bash, zsh, fish)",
 		long:    "Print a completion script for bash, zsh or fish; see agentctl completion SHELL --help for where it goes.",
-		subs: []verb{
+		subs: []command{
 			shell("bash", "  source <(agentctl completion bash)    # now; add the line to ~/.bashrc for every shell",
 				func(root *cobra.Command, e *env) error {
 					if _, err := io.WriteString(e.stdout, bashFallback); err != nil {

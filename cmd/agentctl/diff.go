@@ -9,8 +9,8 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-func diffVerb() verb {
-	return verb{
+func diffVerb() command {
+	return verb[*wire.DiffResult]{
 		use: "diff NAME", summary: "show a session's changes in its own git worktree since it started", quick: true,
 		long: "Show what session NAME changed in its own git worktree (spawn --worktree) since it started:\n" +
 			"committed and uncommitted changes to tracked files, as `git diff START` in the worktree shows\n" +
@@ -18,15 +18,10 @@ func diffVerb() verb {
 			"for the terminal; --json gives the patch as it is.",
 		example: "  agentctl spawn fix --worktree -- claude\n  agentctl diff fix",
 		args:    exactArgs(1), complete: completeSession,
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.Diff(ctx, args[0])
+		run: func(ctx context.Context, e *env, args []string) (*wire.DiffResult, error) {
+			return e.client().Diff(ctx, args[0])
 		},
-		human: func(w io.Writer, r any) error {
-			d := r.(*wire.DiffResult)
+		human: func(w io.Writer, d *wire.DiffResult) error {
 			if _, err := io.WriteString(w, safeLines(d.Patch)); err != nil {
 				return err
 			}
@@ -41,8 +36,9 @@ func diffVerb() verb {
 }
 
 // worktreeOwnBranch is --worktree given without a branch: the session's
-// own new branch.
-const worktreeOwnBranch = "\x00own"
+// own new branch. Help shows it as the flag's value when none is given, so
+// it says what that means; a space keeps it from being a branch's name.
+const worktreeOwnBranch = "a new branch NAME"
 
 // worktreeArgs lets `spawn NAME --worktree BRANCH -- CMD` name the branch
 // with a space, as the usage line shows: a flag with an optional value

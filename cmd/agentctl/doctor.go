@@ -55,26 +55,28 @@ type doctorResult struct {
 	Failed int           `json:"failed"`
 }
 
-func doctorVerb() verb {
-	return verb{
+func doctorVerb() command {
+	return verb[*doctorResult]{
 		use:     "doctor",
 		summary: "check agentd's installation and setup; each failure comes with its fix",
 		long: "Check what agentd needs: the daemon and its version against the installed one, the socket's and\n" +
 			"state directory's owner and modes, the systemd units, the display as the daemon sees it (none\n" +
 			"configured is skipped: sessions-only use is a setup, not a failure), MIT-SHM and XTEST, the\n" +
-			"consent to act, the config file (agentd --check-config), free space for the session logs, and\n" +
-			"the Claude Code bridge in this directory's .mcp.json. A check that does not apply here says\n" +
-			"skipped and why.\n\n" +
+			"consent to act, the config file (agentd --check-config), the desktop notifications (no session bus\n" +
+			"is skipped, with why), free space for the session logs, what\n" +
+			"agents' desktops run (Xvfb or Xvnc as desktop_server says, openbox, CJK and emoji fonts; with\n" +
+			"desktops off, a missing one is skipped), the Claude Code bridge in this directory's .mcp.json, and\n" +
+			"which running agent CLI sessions report through their hooks and which do not, and why.\n" +
+			"A check that does not apply here says skipped and why.\n\n" +
 			"Exits 0 when no check failed, 1 when one did.",
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*doctorResult, error) {
 			r := e.doctor(ctx)
 			if r.Failed > 0 {
 				e.status = 1
 			}
 			return r, nil
 		},
-		human: func(w io.Writer, result any) error {
-			r := result.(*doctorResult)
+		human: func(w io.Writer, r *doctorResult) error {
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			for _, c := range r.Checks {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
@@ -116,20 +118,22 @@ func (e *env) doctor(ctx context.Context) *doctorResult {
 		add(c)
 	}
 	add(checkConfig(ctx))
+	add(checkNotifications(hello))
 	add(checkFreeSpace(stateDir))
-	for _, c := range checkDesktops() {
+	for _, c := range checkDesktops(readDesktopConfig(ctx)) {
 		add(c)
 	}
 	for _, c := range checkMCPConfig() {
 		add(c)
 	}
+	add(e.checkHooks(ctx, hello != nil))
 	return r
 }
 
 func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) {
 	c := doctorCheck{Name: "daemon"}
-	var h wire.HelloResult
-	if err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h); err != nil {
+	h, err := e.hello(ctx)
+	if err != nil {
 		c.Status, c.Detail = checkFail, explainSocket(err).Error()
 		c.Fix = "start it: systemctl --user start agentd.socket, or run agentd; agentctl --socket names another socket"
 		return nil, c
@@ -140,7 +144,7 @@ func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) 
 		c.Status = checkFail
 		c.Detail += fmt.Sprintf("; agentctl is %s", buildinfo.Version)
 		c.Fix = "install agentd and agentctl together (make install), then restart agentd: systemctl --user restart agentd"
-		return &h, c
+		return h, c
 	}
 	if path := installedDaemon(); path != "" {
 		if fp, err := buildinfo.Fingerprint(path); err == nil && fp != h.Build {
@@ -149,7 +153,7 @@ func (e *env) checkDaemon(ctx context.Context) (*wire.HelloResult, doctorCheck) 
 			c.Fix = "restart it to run the installed build: systemctl --user restart agentd"
 		}
 	}
-	return &h, c
+	return h, c
 }
 
 // checkPrivateDir wants dir to be a directory of this user's that no one
@@ -259,8 +263,8 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 	if !reachable {
 		return skipAll("agentd is not reachable")
 	}
-	var s wire.ScreenResult
-	if err := e.call(ctx, wire.MethodScreen, nil, &s); err != nil {
+	s, err := e.client().Screen(ctx)
+	if err != nil {
 		display.Status, display.Detail = checkFail, err.Error()
 		display.Fix = displayFix
 		ext.Status, ext.Detail = checkSkipped, "no display"
@@ -307,17 +311,7 @@ func (e *env) checkScreen(ctx context.Context, reachable bool) []doctorCheck {
 // file can hide until the next start: this says so now.
 func checkConfig(ctx context.Context) doctorCheck {
 	c := doctorCheck{Name: "config"}
-	agentd := ""
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), "agentd"); isExecutable(p) {
-			agentd = p
-		}
-	}
-	if agentd == "" {
-		if p, err := exec.LookPath("agentd"); err == nil {
-			agentd = p
-		}
-	}
+	agentd := installedDaemon()
 	if agentd == "" {
 		c.Status, c.Detail = checkSkipped, "no agentd beside agentctl or on $PATH to check it with"
 		return c

@@ -28,9 +28,9 @@ type logsOptions struct {
 	events bool
 }
 
-func logsVerb() verb {
+func logsVerb() command {
 	var o logsOptions
-	return verb{
+	return verb[*logsEnd]{
 		use:     "logs NAME [-f] [--since WHEN] [--tail N] [--limit N] [--plain] [--events]",
 		summary: "print a session's recorded output (-f follows; --plain as text; --tail N last lines)",
 		long: "Print a session's recorded output, whole however long, as it streams from the daemon; -f then\n" +
@@ -53,7 +53,7 @@ func logsVerb() verb {
 			fs.BoolVar(&o.p.Plain, "plain", false, "print the text a person saw, escape sequences applied")
 			fs.BoolVar(&o.events, "events", false, "print events as JSON lines, not just the output")
 		},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*logsEnd, error) {
 			o.p.Name = args[0]
 			return e.logs(ctx, o)
 		},
@@ -61,7 +61,7 @@ func logsVerb() verb {
 }
 
 // logs streams a session's log to stdout.
-func (e *env) logs(ctx context.Context, o logsOptions) (any, error) {
+func (e *env) logs(ctx context.Context, o logsOptions) (*logsEnd, error) {
 	switch {
 	case o.tail < 0:
 		return nil, usagef("--tail %d is negative; give how many of the last lines to print", o.tail)

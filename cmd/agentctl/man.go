@@ -21,11 +21,11 @@ import (
 
 func extraVerbs() []namedVerb { return []namedVerb{{"__man", manVerb}} }
 
-func manVerb() verb {
-	return verb{
+func manVerb() command {
+	return verb[*selfPrinted]{
 		use: "__man DIR", summary: "write the man pages into DIR", hidden: true,
 		args: exactArgs(1),
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			// The whole tree: this run's has only __man.
 			root := newRoot(&env{stdin: e.stdin, stdout: io.Discard, stderr: io.Discard}, nil)
 			root.Long += "\n\nEXIT STATUS\n" + exitTable()
@@ -45,8 +45,10 @@ func manVerb() verb {
 			// (AGENTCTL-SPAWN), as cobra does when it is left empty.
 			header := &doc.GenManHeader{Section: "1", Date: &date,
 				Source: "agentd " + buildinfo.Version, Manual: "agentd manual"}
-			return nil, doc.GenManTree(root, header, args[0])
+			if err := doc.GenManTree(root, header, args[0]); err != nil {
+				return nil, err
+			}
+			return nil, errPrinted // the pages are the output
 		},
-		human: func(io.Writer, any) error { return nil },
 	}
 }

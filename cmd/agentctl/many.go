@@ -6,7 +6,9 @@ package main
 // the exit status is the first failure's.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +17,33 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// manyResult is the result of a verb run on several sessions: each one's
-// result, in the order given, and the failures.
-type manyResult struct {
-	Results []any        `json:"results"`
+// manyResult is the result of a verb on sessions by name. A single name
+// (without --all) gives that session's result as the verb always did;
+// several, or --all, give each one's result in the order given and the
+// failures.
+type manyResult[R any] struct {
+	Results []R          `json:"results"`
 	Errors  []manyFailed `json:"errors"`
-	// human prints one session's result.
-	human func(io.Writer, any) error
+	// single is one name without --all: Results[0] is the whole result.
+	single bool
+	// stderr is where a person reads the failures.
+	stderr io.Writer
+}
+
+// MarshalJSON is Results[0] for a single name, else the results and the
+// failures; "<" stays "<" (agentctl's JSON is not for HTML).
+func (m *manyResult[R]) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	var err error
+	if m.single {
+		err = enc.Encode(m.Results[0])
+	} else {
+		type plain manyResult[R] // its fields, without this method
+		err = enc.Encode((*plain)(m))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // manyFailed is one session the verb failed on.
@@ -44,11 +66,7 @@ func (e *env) targets(ctx context.Context, verbName string, names []string, all 
 	case !all:
 		return names, nil
 	}
-	c, err := e.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.List(ctx, wire.ListParams{})
+	r, err := e.client().List(ctx, wire.ListParams{})
 	if err != nil {
 		return nil, err
 	}
@@ -63,14 +81,20 @@ func (e *env) targets(ctx context.Context, verbName string, names []string, all 
 
 // each runs one on every name, at once (a stop waits out its grace
 // period, and ten of them should not take ten), and gathers the results
-// in order. A single name gives its result or error as the verb always
-// did; several give a manyResult, and the run's status is the first
-// failure's.
-func (e *env) each(ctx context.Context, names []string, human func(io.Writer, any) error, one func(ctx context.Context, name string) (any, error)) (any, error) {
-	if len(names) == 1 && !e.all {
-		return one(ctx, names[0])
+// in order. A single name without all gives its result or error as the
+// verb always did; several give each one's, and the run's status is the
+// first failure's.
+func each[R any](ctx context.Context, e *env, names []string, all bool, one func(ctx context.Context, name string) (R, error)) (*manyResult[R], error) {
+	m := &manyResult[R]{Results: []R{}, Errors: []manyFailed{}, stderr: e.stderr}
+	if len(names) == 1 && !all {
+		r, err := one(ctx, names[0])
+		if err != nil {
+			return nil, err
+		}
+		m.Results, m.single = append(m.Results, r), true
+		return m, nil
 	}
-	results := make([]any, len(names))
+	results := make([]R, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, n := range names {
@@ -81,7 +105,6 @@ func (e *env) each(ctx context.Context, names []string, human func(io.Writer, an
 		}()
 	}
 	wg.Wait()
-	m := &manyResult{Results: []any{}, Errors: []manyFailed{}, human: human}
 	for i, n := range names {
 		if errs[i] != nil {
 			f := manyFailed{Name: n, Code: string(wire.CodeInternal), Message: errs[i].Error(), err: errs[i]}
@@ -100,16 +123,22 @@ func (e *env) each(ctx context.Context, names []string, human func(io.Writer, an
 	return m, nil
 }
 
-// printMany prints each result as the verb does for one, then each
-// failure as agentctl prints an error, on stderr.
-func (e *env) printMany(w io.Writer, m *manyResult) error {
-	for _, r := range m.Results {
-		if err := m.human(w, r); err != nil {
-			return err
+// printMany is the printer of a manyResult: a single name's result by
+// single, several by each in turn and then each failure as agentctl
+// prints an error, on stderr.
+func printMany[R any](single, each func(io.Writer, R) error) func(io.Writer, *manyResult[R]) error {
+	return func(w io.Writer, m *manyResult[R]) error {
+		if m.single {
+			return single(w, m.Results[0])
 		}
+		for _, r := range m.Results {
+			if err := each(w, r); err != nil {
+				return err
+			}
+		}
+		for _, f := range m.Errors {
+			fmt.Fprintf(m.stderr, "agentctl: %s\n", safeText(f.err.Error()))
+		}
+		return nil
 	}
-	for _, f := range m.Errors {
-		fmt.Fprintf(e.stderr, "agentctl: %s\n", safeText(f.err.Error()))
-	}
-	return nil
 }

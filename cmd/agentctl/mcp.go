@@ -29,17 +29,17 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func mcpVerb() verb {
+func mcpVerb() command {
 	var yes bool
 	maxOutput := -1
-	return verb{
+	return verb[*selfPrinted]{
 		use:     "mcp [--yes] [--max-output BYTES]",
 		summary: "serve sessions and the screen to a model as MCP tools on stdio (for an MCP config); read-only unless --yes",
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, resize, stop, rm, push, act, desktop_new, desktop_rm")
+			fs.BoolVar(&yes, "yes", false, "enable the acting tools: spawn, ask, send, resize, stop, restart, rm, push, act, desktop_new, desktop_rm")
 			fs.IntVar(&maxOutput, "max-output", 100000, "cap each tool result's text at this many bytes (the result says what was cut); 0: no cap")
 		},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			if maxOutput < 0 {
 				return nil, usagef("mcp: --max-output %d: give 0 (no cap) or a number of bytes", maxOutput)
 			}
@@ -52,9 +52,9 @@ func mcpVerb() verb {
 	}
 }
 
-func channelMCPVerb() verb {
+func channelMCPVerb() command {
 	var session, id string
-	return verb{
+	return verb[*selfPrinted]{
 		use:     "mcp [--session S] [--id ID]",
 		summary: "the Claude Code channel bridge: a stdio MCP server bound to the session it runs in",
 		long: "A stdio MCP server that binds a channel to $AGENTD_SESSION (or --session), turns each message\n" +
@@ -65,7 +65,7 @@ func channelMCPVerb() verb {
 			fs.StringVar(&id, "id", "", "the channel id (default: one is made)")
 		},
 		flagComplete: map[string]completeKind{"session": completeSession},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			if session == "" {
 				return nil, usagef("channel mcp: no session to bind: run it inside a session agentd started (it sets AGENTD_SESSION), or give --session")
 			}

@@ -70,16 +70,16 @@ func TestListOnANarrowTerminalLeavesOutColumns(t *testing.T) {
 	now := time.Now()
 	rows := []wire.SessionRow{
 		{Name: "build-frontend", Status: wire.StatusRunning, PID: 424242, Command: []string{"npm", "run", "build", "--", "--watch"}, AgeMS: 5000,
-			LastActivity: now.Add(-3 * time.Second)},
+			LastActivity: now.Add(-3 * time.Second), Input: wire.InputReady},
 	}
 	for _, tc := range []struct {
 		width   int
 		without []string
 		with    []string
 	}{
-		{40, []string{"PID", "ACTIVE", "AGE", "EXIT", "424242"}, []string{"NAME", "STATUS", "COMMAND", "build-frontend", "running", "npm run", "…"}},
-		{60, []string{"PID"}, []string{"AGE", "ACTIVE", "EXIT", "…"}},
-		{100, nil, []string{"PID", "ACTIVE", "AGE", "EXIT", "424242", "npm run build -- --watch"}},
+		{48, []string{"PID", "ACTIVE", "AGE", "EXIT", "424242"}, []string{"NAME", "STATUS", "STATE", "ready", "COMMAND", "build-frontend", "running", "npm run", "…"}},
+		{68, []string{"PID"}, []string{"STATE", "AGE", "ACTIVE", "EXIT", "…"}},
+		{108, nil, []string{"STATE", "PID", "ACTIVE", "AGE", "EXIT", "424242", "npm run build -- --watch"}},
 	} {
 		var b strings.Builder
 		printSessions(&b, rows, tc.width, now)

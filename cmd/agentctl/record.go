@@ -33,12 +33,31 @@ type recordResult struct {
 	Gaps     int     `json:"gaps,omitempty"`
 }
 
-func recordVerb() verb {
+func (r *recordResult) describe(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "recorded %d events (%.1f s) of %s to %s\n", r.Events, r.Duration, r.Name, r.File)
+	return err
+}
+
+// screenRecord is what record --screen wrote: the daemon's answer.
+type screenRecord wire.RecordScreenResult
+
+func (r *screenRecord) describe(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "recorded %d batches with %d images: open %s\n", r.Batches, r.Images, filepath.Join(r.Dir, "index.html"))
+	return err
+}
+
+// recording is what record wrote, a session's (*recordResult) or the
+// screen's (*screenRecord), which says it for a person.
+type recording interface {
+	describe(w io.Writer) error
+}
+
+func recordVerb() command {
 	var out, since, until string
 	var idle time.Duration
 	var input, force, follow, screen bool
 	var desk string
-	return verb{
+	return verb[recording]{
 		use:     "record NAME [-o FILE] [-f] [--since TIME] [--until TIME] [--idle-limit DURATION] [--input] [--force] | record --screen [--desktop NAME] -o DIR",
 		summary: "write a session's recording as an asciicast v2 file (asciinema play FILE)",
 		long: "Write what a session's program showed, with its timing, as an asciicast v2 recording that\n" +
@@ -64,7 +83,7 @@ func recordVerb() verb {
 			fs.BoolVar(&screen, "screen", false, "record the screen's act batches to the directory -o names")
 			desktopFlag(fs, &desk)
 		},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (recording, error) {
 			now := time.Now()
 			from, err := parseWhen(since, now, "since")
 			if err != nil {
@@ -96,10 +115,7 @@ func recordVerb() verb {
 			if idle < 0 {
 				return nil, usagef("--idle-limit %v must not be negative", idle)
 			}
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
+			c := e.client()
 			st, err := c.Status(ctx, args[0])
 			if err != nil {
 				return nil, err
@@ -122,20 +138,12 @@ func recordVerb() verb {
 			}
 			return res, nil
 		},
-		human: func(w io.Writer, result any) error {
-			if r, ok := result.(*wire.RecordScreenResult); ok {
-				_, err := fmt.Fprintf(w, "recorded %d batches with %d images: open %s\n", r.Batches, r.Images, filepath.Join(r.Dir, "index.html"))
-				return err
-			}
-			r := result.(*recordResult)
-			_, err := fmt.Fprintf(w, "recorded %d events (%.1f s) of %s to %s\n", r.Events, r.Duration, r.Name, r.File)
-			return err
-		},
+		human: func(w io.Writer, r recording) error { return r.describe(w) },
 	}
 }
 
 // recordScreen asks agentd for the screen record in the directory out.
-func recordScreen(ctx context.Context, e *env, args []string, out string, from, to time.Time, force bool, desk string) (any, error) {
+func recordScreen(ctx context.Context, e *env, args []string, out string, from, to time.Time, force bool, desk string) (*screenRecord, error) {
 	if len(args) > 0 {
 		return nil, usagef("record --screen takes no session name: it records the screen")
 	}
@@ -146,11 +154,11 @@ func recordScreen(ctx context.Context, e *env, args []string, out string, from, 
 	if err != nil {
 		return nil, err
 	}
-	c, err := e.dial(ctx)
+	r, err := e.client().RecordScreen(ctx, wire.RecordScreenParams{Desktop: desk, Dir: dir, Since: from, Until: to, Overwrite: force})
 	if err != nil {
 		return nil, err
 	}
-	return c.RecordScreen(ctx, wire.RecordScreenParams{Desktop: desk, Dir: dir, Since: from, Until: to, Overwrite: force})
+	return (*screenRecord)(r), nil
 }
 
 // parseWhen reads a --since/--until value: empty, a duration before now,

@@ -10,7 +10,9 @@ package main
 // through the one exitCode.
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -22,9 +24,17 @@ import (
 	"github.com/agentd/agentd/pkg/wire"
 )
 
-// verb is one agentctl command. run returns the result to print (as JSON
-// with --json, through human otherwise) or an error.
-type verb struct {
+// command is a row of the command tree: a verb, whatever its result's
+// type, or a group of verbs.
+type command interface {
+	// cobra turns the command into a cobra command bound to e.
+	cobra(e *env) *cobra.Command
+}
+
+// verb is one agentctl command whose result is an R: run returns it, human
+// prints it for a person (nil prints it as indented JSON), and with --json
+// it is the envelope's result.
+type verb[R any] struct {
 	// use is the verb and its arguments, as in the usage line:
 	// "stop NAME [--signal SIG] [--grace DURATION]".
 	use     string
@@ -36,9 +46,8 @@ type verb struct {
 	args cobra.PositionalArgs
 	// flags defines the verb's own flags, bound to variables run reads.
 	flags func(fs *pflag.FlagSet)
-	run   func(ctx context.Context, e *env, args []string) (any, error)
-	// human prints the result for a person; nil prints it as indented JSON.
-	human func(w io.Writer, result any) error
+	run   func(ctx context.Context, e *env, args []string) (R, error)
+	human func(w io.Writer, r R) error
 	// serverTimeout marks verbs that hand --timeout to the daemon as the
 	// operation's deadline: the client waits a little longer, so the
 	// daemon's timeout answer, with what it saw, arrives first.
@@ -56,8 +65,6 @@ type verb struct {
 	complete completeKind
 	// flagComplete says what flags name, likewise: {"session": completeSession}.
 	flagComplete map[string]completeKind
-	// subs are the sub-commands of a group such as channel.
-	subs []verb
 	// hidden keeps a verb out of help, completion and man pages.
 	hidden bool
 	// interactive marks verbs that put the terminal's bytes on stdout
@@ -65,6 +72,44 @@ type verb struct {
 	// rather than mixing raw output with an envelope. It says what to
 	// run instead.
 	interactive string
+}
+
+// selfPrinted is the result of a verb that writes its own output (attach,
+// watch, serve, the MCP servers, the completion scripts): its run returns
+// nil with errPrinted, or a failure, never a result to print.
+type selfPrinted struct{}
+
+// group is a command whose sub-commands are verbs: channel, desktop,
+// completion.
+type group struct {
+	use, summary, long string
+	subs               []command
+}
+
+// output is what a verb returned, ready to print.
+type output interface {
+	// value is the result of the --json envelope.
+	value() any
+	// human prints it for a person.
+	human(w io.Writer) error
+}
+
+// result is an output: a verb's result and its printer.
+type result[R any] struct {
+	r     R
+	print func(io.Writer, R) error
+}
+
+func (o result[R]) value() any { return o.r }
+
+func (o result[R]) human(w io.Writer) error {
+	if o.print == nil {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(o.r)
+		return nil
+	}
+	return o.print(w, o.r)
 }
 
 // verbTable is agentctl's command table, by name; help and completion come
@@ -77,14 +122,18 @@ func verbTable() []namedVerb {
 		{"snapshot", snapshotVerb}, {"wait", waitVerb}, {"resize", resizeVerb}, {"attach", attachVerb},
 		{"screenshot", screenshotVerb}, {"act", actVerb}, {"screen", screenVerb}, {"desktop", desktopVerb},
 		{"channel", channelVerb}, {"mcp", mcpVerb}, {"serve", serveVerb}, {"completion", completionVerb},
-		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb}, {"diff", diffVerb},
+		{"doctor", doctorVerb}, {"record", recordVerb}, {"watch", watchVerb}, {"diff", diffVerb}, {"restart", restartVerb},
+		{"approve", approveVerb(false)}, {"deny", approveVerb(true)},
+		{"view", viewVerb},
+		{"hook", hookVerb},
+		{"events", eventsVerb},
 	}, extraVerbs()...)
 }
 
 // namedVerb is a row of verbTable.
 type namedVerb struct {
 	name string
-	make func() verb
+	make func() command
 }
 
 // verbsFor returns the verbs to build for args: only the one args name when
@@ -92,16 +141,16 @@ type namedVerb struct {
 // suggests a near name for). Building one cobra command instead of thirty
 // took 0.15 ms off each agentctl run (BENCHMARKS.md, issue 15), and
 // agentctl runs once per shell command.
-func verbsFor(args []string) []verb {
+func verbsFor(args []string) []command {
 	table := verbTable()
 	if name := verbName(args); name != "" {
 		for _, nv := range table {
 			if nv.name == name {
-				return []verb{nv.make()}
+				return []command{nv.make()}
 			}
 		}
 	}
-	vs := make([]verb, len(table))
+	vs := make([]command, len(table))
 	for i, nv := range table {
 		vs[i] = nv.make()
 	}
@@ -146,7 +195,7 @@ func newRoot(e *env, args []string) *cobra.Command {
 			if v, _ := c.Flags().GetBool("version"); v {
 				if e.json {
 					// The version verb's shape, without asking the daemon.
-					e.ran, e.command, e.result = true, "version", &versionResult{Client: buildinfo.Version}
+					e.ran, e.command, e.result = true, "version", result[*versionResult]{r: &versionResult{Client: buildinfo.Version}}
 					return nil
 				}
 				fmt.Fprintf(c.OutOrStdout(), "agentctl %s\n", buildinfo.Version)
@@ -190,31 +239,27 @@ func newRoot(e *env, args []string) *cobra.Command {
 		}
 	})
 	for _, v := range verbsFor(args) {
-		root.AddCommand(e.cobraCommand(v))
+		root.AddCommand(v.cobra(e))
 	}
 	root.SetHelpCommand(helpCommand(e))
 	return root
 }
 
-// cobraCommand turns a verb into a cobra command bound to e.
-func (e *env) cobraCommand(v verb) *cobra.Command {
-	name, _, _ := strings.Cut(v.use, " ")
+// cobra turns the verb into a cobra command bound to e: its RunE runs the
+// verb and records its result for runEnv to print.
+func (v verb[R]) cobra(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:                   v.use,
 		Short:                 v.summary,
-		Long:                  v.long,
+		Long:                  cmp.Or(v.long, v.summary),
 		Example:               v.example,
 		DisableFlagsInUseLine: true,
 		ValidArgsFunction:     e.completer(v.complete),
 		Hidden:                v.hidden,
-	}
-	if c.Long == "" {
-		c.Long = v.summary
+		Args:                  noArgs,
 	}
 	if v.args != nil {
 		c.Args = v.args
-	} else {
-		c.Args = noArgs
 	}
 	if v.flags != nil {
 		v.flags(c.Flags())
@@ -222,29 +267,8 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 	for name, kind := range v.flagComplete {
 		c.RegisterFlagCompletionFunc(name, e.flagCompleter(kind))
 	}
-	if len(v.subs) > 0 {
-		for _, s := range v.subs {
-			c.AddCommand(e.cobraCommand(s))
-		}
-		// A group run alone, or with a sub-command it does not have, is
-		// a usage error naming the sub-commands, not its help on stdout.
-		c.Args = cobra.ArbitraryArgs
-		c.RunE = func(c *cobra.Command, args []string) error {
-			var names []string
-			for _, s := range c.Commands() {
-				if s.IsAvailableCommand() {
-					names = append(names, s.Name())
-				}
-			}
-			if len(args) == 0 {
-				return usagef("%s needs a command: %s; see %s --help", name, strings.Join(names, ", "), c.CommandPath())
-			}
-			return usagef("unknown %s command %q; the commands are %s; see %s --help", name, args[0], strings.Join(names, ", "), c.CommandPath())
-		}
-		return c
-	}
 	c.RunE = func(c *cobra.Command, args []string) error {
-		e.ran, e.command, e.verb, e.cmd = true, commandName(c), &v, c
+		e.ran, e.command, e.cmd = true, commandName(c), c
 		if v.interactive != "" && e.json {
 			e.err = usagef("%s is interactive: it writes a terminal's bytes, not JSON; leave out --json (%s)", e.command, v.interactive)
 			return nil
@@ -262,8 +286,40 @@ func (e *env) cobraCommand(v verb) *cobra.Command {
 			ctx, cancel = context.WithTimeout(ctx, limit)
 			defer cancel()
 		}
-		e.result, e.err = v.run(ctx, e, args)
+		r, err := v.run(ctx, e, args)
+		e.result, e.err = result[R]{r: r, print: v.human}, err
 		return nil
+	}
+	return c
+}
+
+// cobra turns the group into a cobra command bound to e. Run alone, or
+// with a sub-command it does not have, it is a usage error naming the
+// sub-commands, not its help on stdout.
+func (g group) cobra(e *env) *cobra.Command {
+	name, _, _ := strings.Cut(g.use, " ")
+	c := &cobra.Command{
+		Use:                   g.use,
+		Short:                 g.summary,
+		Long:                  cmp.Or(g.long, g.summary),
+		DisableFlagsInUseLine: true,
+		ValidArgsFunction:     e.completer(completeNone),
+		Args:                  cobra.ArbitraryArgs,
+	}
+	for _, s := range g.subs {
+		c.AddCommand(s.cobra(e))
+	}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		var names []string
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				names = append(names, s.Name())
+			}
+		}
+		if len(args) == 0 {
+			return usagef("%s needs a command: %s; see %s --help", name, strings.Join(names, ", "), c.CommandPath())
+		}
+		return usagef("unknown %s command %q; the commands are %s; see %s --help", name, args[0], strings.Join(names, ", "), c.CommandPath())
 	}
 	return c
 }

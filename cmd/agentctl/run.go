@@ -29,10 +29,7 @@ type env struct {
 	stdout  io.Writer
 	stderr  io.Writer
 
-	client *wire.Client
-	// all is a verb's --all (stop, rm, status): several results even
-	// when one session matched.
-	all bool
+	oneShot *wire.Client // see client
 
 	// catchSignals turns SIGINT and SIGTERM into the cause of the run's
 	// context (interrupted) from then on; nil in tests that run agentctl
@@ -47,34 +44,24 @@ type env struct {
 	// parses and dispatches; printing and the exit status stay here.
 	ran     bool
 	command string // the full verb, "channel push"
-	verb    *verb
 	cmd     *cobra.Command
-	result  any
+	result  output
 	err     error
 	// status is the exit status after a result was printed: doctor's 1
 	// when a check failed. Errors have theirs from exitCode.
 	status int
 }
 
-// dial returns the verb's client; a verb that needs the daemon calls it.
-func (e *env) dial(ctx context.Context) (*wire.Client, error) {
-	if e.client != nil {
-		return e.client, nil
+// client is the verb's client of the daemon. Each call goes on its own
+// connection, read by the calling goroutine: a verb makes one call or a
+// few, and a dialled Client's reading goroutine would cost every one of
+// them a wake-up (wire.NewOneShot). A daemon that cannot be reached is
+// found by the first call.
+func (e *env) client() *wire.Client {
+	if e.oneShot == nil {
+		e.oneShot = wire.NewOneShot(e.socket)
 	}
-	// Each call on its own connection, read by the calling goroutine: a
-	// verb makes one call or a few, and a dialled Client's reading
-	// goroutine would cost every one of them a wake-up (wire.NewOneShot).
-	e.client = wire.NewOneShot(e.socket)
-	return e.client, nil
-}
-
-// call is one request to the daemon, decoding the result into out.
-func (e *env) call(ctx context.Context, method string, params, out any) error {
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Call(ctx, method, params, out)
+	return e.oneShot
 }
 
 // serverTimeoutSlack is how much longer the client waits than a deadline it
@@ -95,6 +82,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // runEnv is run with e's stdio and signal catcher.
 func runEnv(ctx context.Context, e *env, args []string) int {
+	if hookWanted(args) {
+		return runHook(ctx, e, args) // always 0: see hook.go
+	}
 	root := newRoot(e, args)
 	root.SetArgs(args)
 	found, err := root.ExecuteContextC(ctx)
@@ -119,9 +109,6 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 			err = usagef("%v; see %s --help", err, helpPath(found))
 		}
 		return e.fail(e.command, err)
-	}
-	if e.client != nil {
-		e.client.Close()
 	}
 	return e.finish(ctx)
 }
@@ -185,28 +172,16 @@ func (e *env) finish(ctx context.Context) int {
 		// ok is false when the verb printed a result but exits non-zero
 		// (doctor with a failed check): a script reading only ok must
 		// not take a failure for a pass.
-		e.writeEnvelope(e.command, typeResult, e.status == wire.ExitOK, result, nil)
+		e.writeEnvelope(e.command, typeResult, e.status == wire.ExitOK, result.value(), nil)
 		return e.status
 	}
 	// A person's output, escaped on its way (safe.go): a verb's human
 	// printer is given a safeWriter, never the terminal itself.
 	out := newSafeWriter(e.stdout)
 	defer out.Flush()
-	if m, ok := result.(*manyResult); ok {
-		if err := e.printMany(out, m); err != nil {
-			return e.fail(e.command, err)
-		}
-		return e.status
+	if err := result.human(out); err != nil {
+		return e.fail(e.command, err)
 	}
-	if e.verb != nil && e.verb.human != nil {
-		if err := e.verb.human(out, result); err != nil {
-			return e.fail(e.command, err)
-		}
-		return e.status
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	enc.Encode(result)
 	return e.status
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -197,5 +201,40 @@ func TestCountSaysOneWithoutAnS(t *testing.T) {
 		if got := count(n, "action"); got != want {
 			t.Errorf("count(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestHelpHasNoControlCharacters: every command's help is text a terminal
+// shows as it is; a flag's value when none is given (NoOptDefVal) once
+// printed a NUL there.
+func TestHelpHasNoControlCharacters(t *testing.T) {
+	t.Parallel()
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, s := range c.Commands() {
+			walk(s, append(append([]string(nil), path...), s.Name()))
+		}
+	}
+	walk(newRoot(&env{stdout: io.Discard, stderr: io.Discard}, nil), nil)
+	if len(paths) < 30 {
+		t.Fatalf("walked %d commands; want every one of agentctl's", len(paths))
+	}
+	for _, path := range paths {
+		args := append(append([]string(nil), path...), "--help")
+		out, _, code := runCtl(t, "", args...)
+		if code != 0 || out == "" {
+			t.Errorf("agentctl %s: exit %d, stdout %q", strings.Join(args, " "), code, out)
+		}
+		for i, r := range out {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || r == utf8.RuneError {
+				t.Errorf("agentctl %s: character %U at byte %d: %q", strings.Join(args, " "), r, i, out[max(0, i-40):min(len(out), i+20)])
+				break
+			}
+		}
+	}
+	if out, _, _ := runCtl(t, "", "spawn", "--help"); !strings.Contains(out, `--worktree BRANCH[="a new branch NAME"]`) {
+		t.Errorf("spawn --help does not say what --worktree alone does:\n%s", out)
 	}
 }

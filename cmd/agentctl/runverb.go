@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,36 +18,38 @@ import (
 // comes, wait for its end and exit with its status, for scripts (docker
 // run's shape). The session stays, to read again with logs or status,
 // unless --rm removes it.
-func runVerb() verb {
-	var cwd, size string
-	var envs []string
+func runVerb() command {
+	var o spawnOptions
 	var rm bool
-	return verb{
-		use:     "run NAME [--cwd DIR] [--env K=V]... [--size COLSxROWS] [--rm] -- COMMAND [ARGS...]",
+	return verb[*wire.SessionStatus]{
+		use:     "run NAME " + spawnUsage + " [--rm] -- COMMAND [ARGS...]",
 		summary: "start a program in a new session, print its output, and exit with its exit status",
-		long: "Start COMMAND in a new session called NAME (as spawn does), print its output as it comes, wait\n" +
-			"for it to end and exit with its exit status (128+N for a signal N), for scripts. The session\n" +
-			"stays for logs and status; --rm removes it after. With --json the output is not printed: the\n" +
-			"result is the session's status when it ended. --timeout bounds the whole run.",
-		example: "  agentctl run t1 -- make test && echo passed\n  agentctl run --rm q -- sh -c 'exit 3'; echo $?",
-		args:    cobra.ArbitraryArgs,
+		long: "Start COMMAND in a new session called NAME (as spawn does, with the same flags), print its output\n" +
+			"as it comes, wait for it to end and exit with its exit status (128+N for a signal N), for scripts.\n" +
+			"The session stays for logs and status; --rm removes it after. With --json the output is not\n" +
+			"printed: the result is the session's status when it ended. --timeout bounds the whole run.\n\n" +
+			"With --worktree the program runs in a git worktree of its own (see agentctl spawn --help). --rm\n" +
+			"then removes the worktree too, unless it holds changes or commits on no other branch: those stay,\n" +
+			"with the session, and run says so on stderr and still exits with the program's status.",
+		example: "  agentctl run t1 -- make test && echo passed\n  agentctl run --rm q -- sh -c 'exit 3'; echo $?\n" +
+			"  agentctl run --rm --worktree t2 -- make test",
+		args: cobra.ArbitraryArgs,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&cwd, "cwd", "", "working directory (default: the current one)")
-			fs.StringArrayVar(&envs, "env", nil, "K=V, repeatable")
-			fs.StringVar(&size, "size", "", "terminal size COLSxROWS (default 120x40)")
+			o.define(fs)
 			fs.BoolVar(&rm, "rm", false, "remove the session once it ended")
 		},
 		complete:     completeCommand,
-		flagComplete: map[string]completeKind{"cwd": completeDirs, "env": completeNone, "size": completeNone},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			p, err := spawnParams(e, args, cwd, size, envs, "run")
+		flagComplete: spawnFlagsComplete,
+		run: func(ctx context.Context, e *env, args []string) (*wire.SessionStatus, error) {
+			p, err := o.params(e, args, "run")
 			if err != nil {
 				return nil, err
 			}
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
+			if p.Restart != "" && p.Restart != wire.RestartNo {
+				return nil, usagef("run waits for the program's end and exits with its status, so --restart %s does not apply; use agentctl spawn --restart %s", p.Restart, p.Restart)
 			}
+			p.Restart = wire.RestartNo // whatever the config's session_restart says
+			c := e.client()
 			if _, err := c.Spawn(ctx, p); err != nil {
 				return nil, err
 			}
@@ -62,7 +65,13 @@ func runVerb() verb {
 				return nil, err
 			}
 			if rm {
-				if _, err := c.Rm(ctx, wire.RmParams{Name: p.Name}); err != nil {
+				_, err := c.Rm(ctx, wire.RmParams{Name: p.Name})
+				switch {
+				case p.Worktree && errors.Is(err, wire.ErrInvalidStatus):
+					// The worktree holds work: kept, as rm keeps it; the
+					// program's status is still what a script asked for.
+					fmt.Fprintf(e.stderr, "agentctl: run --rm: session %s stays: %s\n", safeText(p.Name), safeText(err.Error()))
+				case err != nil:
 					return nil, err
 				}
 			}

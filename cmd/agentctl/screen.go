@@ -73,12 +73,12 @@ func writeImage(path string, data []byte, force bool) error {
 // .jpg without --jpeg: the name says which format is wanted.
 const defaultJPEGQuality = 80
 
-func screenshotVerb() verb {
+func screenshotVerb() command {
 	var out, region string
 	var monitor, maxWidth, jpeg int
 	var force bool
 	var desk string
-	return verb{
+	return verb[*wire.ScreenshotResult]{
 		use:     "screenshot -o FILE|- [--region X,Y,W,H] [--monitor N] [--max-width N] [--jpeg QUALITY] [--force] [--desktop NAME]",
 		summary: "save a screenshot (PNG, or JPEG with --jpeg); -o - writes it to stdout",
 		long: "Save a screenshot of the display. The format is PNG, or JPEG with --jpeg QUALITY (1-100) or a\n" +
@@ -99,7 +99,7 @@ func screenshotVerb() verb {
 			desktopFlag(fs, &desk)
 		},
 		flagComplete: map[string]completeKind{"output": completeFiles},
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*wire.ScreenshotResult, error) {
 			if out == "" {
 				return nil, usagef("screenshot needs -o FILE, or -o - for stdout; see agentctl screenshot --help")
 			}
@@ -156,11 +156,7 @@ func screenshotVerb() verb {
 					return nil, err
 				}
 			}
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			r, err := c.Screenshot(ctx, p)
+			r, err := e.client().Screenshot(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -176,8 +172,7 @@ func screenshotVerb() verb {
 			r.Path, r.Bytes, r.Image = path, len(r.Image), nil
 			return r, nil
 		},
-		human: func(w io.Writer, r any) error {
-			s := r.(*wire.ScreenshotResult)
+		human: func(w io.Writer, s *wire.ScreenshotResult) error {
 			fmt.Fprintf(w, "%s: %dx%d %s, %d bytes (capture %.1f ms, encode %.1f ms)\n", s.Path, s.Width, s.Height, s.Format, s.Bytes, s.CaptureMS, s.EncodeMS)
 			return nil
 		},
@@ -200,15 +195,15 @@ func parseRegion(s string) (*wire.Region, error) {
 	return &wire.Region{X: n[0], Y: n[1], Width: n[2], Height: n[3]}, nil
 }
 
-func actVerb() verb {
+func actVerb() command {
 	var desk string
-	return verb{
+	return verb[*wire.ActResult]{
 		use:     "act JSON|- [--desktop NAME]",
 		summary: "run an input batch: a JSON array of actions, or {actions, observe, settle_ms}; - reads stdin",
 		example: "  agentctl act '[{\"kind\":\"click\",\"x\":640,\"y\":400},{\"kind\":\"type\",\"text\":\"hello\\n\"}]'",
 		args:    exactArgs(1),
 		flags:   func(fs *pflag.FlagSet) { desktopFlag(fs, &desk) },
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*wire.ActResult, error) {
 			text, err := e.stdinText(args[0])
 			if err != nil {
 				return nil, err
@@ -220,14 +215,9 @@ func actVerb() verb {
 			if desk != "" {
 				p.Desktop = desk
 			}
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.Act(ctx, p)
+			return e.client().Act(ctx, p)
 		},
-		human: func(w io.Writer, r any) error {
-			a := r.(*wire.ActResult)
+		human: func(w io.Writer, a *wire.ActResult) error {
 			fmt.Fprintf(w, "%s: %s in %.0f ms\n", a.Outcome, count(a.ActionsRun, "action"), a.DurationMS)
 			if o := a.Observation; o != nil {
 				state := fmt.Sprintf("%d bytes of %s", o.Bytes, o.Format)
@@ -266,23 +256,19 @@ func parseBatch(text string) (wire.ActParams, error) {
 	return p, nil
 }
 
-func screenVerb() verb {
+func screenVerb() command {
 	var desk string
-	return verb{
+	return verb[*wire.ScreenResult]{
 		use: "screen [--desktop NAME]", summary: "the display: size, monitors, extensions, keyboard layout, consent, kill switch, holder",
 		flags: func(fs *pflag.FlagSet) { desktopFlag(fs, &desk) },
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			c, err := e.dial(ctx)
-			if err != nil {
-				return nil, err
-			}
+		run: func(ctx context.Context, e *env, args []string) (*wire.ScreenResult, error) {
+			c := e.client()
 			if desk != "" {
 				return c.ScreenOf(ctx, wire.ScreenParams{Desktop: desk})
 			}
 			return c.Screen(ctx)
 		},
-		human: func(w io.Writer, r any) error {
-			s := r.(*wire.ScreenResult)
+		human: func(w io.Writer, s *wire.ScreenResult) error {
 			var b bytes.Buffer
 			if s.Desktop != "" {
 				fmt.Fprintf(&b, "desktop:     %s\n", s.Desktop)

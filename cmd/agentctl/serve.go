@@ -70,11 +70,11 @@ type server struct {
 	client *wire.Client
 }
 
-func serveVerb() verb {
-	return verb{
+func serveVerb() command {
+	return verb[*selfPrinted]{
 		use:     "serve",
 		summary: `speak agentd's protocol as JSON lines on stdin/stdout, for scripts: {"id": 1, "method": "agent.list", "params": {}} per line; closing stdin ends it`,
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			s := &server{e: e}
 			if err := s.run(ctx); err != nil {
 				return nil, err

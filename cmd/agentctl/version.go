@@ -23,14 +23,13 @@ type versionResult struct {
 	Stale bool `json:"stale"`
 }
 
-func versionVerb() verb {
-	return verb{
+func versionVerb() command {
+	return verb[*versionResult]{
 		use: "version", quick: true,
 		summary: "print client and daemon versions; warn when the running daemon is not the installed build",
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*versionResult, error) {
 			r := &versionResult{Client: buildinfo.Version}
-			var h wire.HelloResult
-			err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h)
+			h, err := e.hello(ctx)
 			if err != nil {
 				if !e.json {
 					fmt.Fprintf(e.stdout, "agentctl %s\n", r.Client)
@@ -39,7 +38,7 @@ func versionVerb() verb {
 				// envelope's error carries it.
 				return nil, &detailedError{err: err, details: r}
 			}
-			r.Daemon = &h
+			r.Daemon = h
 			if path := installedDaemon(); path != "" {
 				r.InstalledPath = path
 				if fp, err := buildinfo.Fingerprint(path); err == nil {
@@ -49,8 +48,7 @@ func versionVerb() verb {
 			}
 			return r, nil
 		},
-		human: func(w io.Writer, result any) error {
-			r := result.(*versionResult)
+		human: func(w io.Writer, r *versionResult) error {
 			fmt.Fprintf(w, "agentctl %s\n", r.Client)
 			fmt.Fprintf(w, "agentd   %s (build %s, pid %d, protocol %d, socket %s)\n",
 				r.Daemon.Version, r.Daemon.Build, r.Daemon.PID, r.Daemon.Protocol, r.Daemon.Socket)
@@ -67,8 +65,7 @@ func versionVerb() verb {
 // beside agentctl, else the first on PATH.
 func installedDaemon() string {
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "agentd")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		if p := filepath.Join(filepath.Dir(self), "agentd"); isExecutable(p) {
 			return p
 		}
 	}
@@ -78,14 +75,15 @@ func installedDaemon() string {
 	return ""
 }
 
-func helloVerb() verb {
-	return verb{
+func helloVerb() command {
+	return verb[*wire.HelloResult]{
 		use: "hello", quick: true,
 		summary: "the handshake: the daemon's version, build, limits and methods",
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
-			var h wire.HelloResult
-			err := e.call(ctx, wire.MethodHello, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version}, &h)
-			return &h, err
-		},
+		run:     func(ctx context.Context, e *env, args []string) (*wire.HelloResult, error) { return e.hello(ctx) },
 	}
+}
+
+// hello is the handshake, as agentctl of this version.
+func (e *env) hello(ctx context.Context) (*wire.HelloResult, error) {
+	return e.client().Hello(ctx, wire.HelloParams{Version: wire.ProtocolVersion, Client: "agentctl " + buildinfo.Version})
 }

@@ -16,8 +16,8 @@ import (
 // then its output as it comes. Unlike attach it never sends input and
 // never resizes the session, so any number of people can watch an agent
 // at work, beside the one driver attached to it.
-func watchVerb() verb {
-	return verb{
+func watchVerb() command {
+	return verb[*selfPrinted]{
 		use: "watch [NAME]", summary: "watch a session live without touching it, or every session as a table (q quits)",
 		long: "Show a session's screen and then its output live, read-only: keys pressed here go nowhere\n" +
 			"(q, Ctrl-C or Ctrl-] quit) and the session keeps its size. When this terminal is smaller than\n" +
@@ -27,7 +27,7 @@ func watchVerb() verb {
 			"watch NAME needs a terminal on stdin; from a script, agentctl logs -f NAME follows the output.",
 		args: rangeArgs(0, 1), complete: completeSession,
 		interactive: "agentctl list --json and agentctl snapshot NAME --json give the same as data",
-		run: func(ctx context.Context, e *env, args []string) (any, error) {
+		run: func(ctx context.Context, e *env, args []string) (*selfPrinted, error) {
 			if len(args) == 0 {
 				return nil, watchAll(ctx, e)
 			}
@@ -47,10 +47,7 @@ func watchVerb() verb {
 var watchLeaveKeys = []byte{'q', 'Q', 0x03, detachKey}
 
 func watch(ctx context.Context, e *env, name string) error {
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
+	c := e.client()
 	st, err := c.Status(ctx, name)
 	if err != nil {
 		return err
@@ -124,10 +121,7 @@ func watch(ctx context.Context, e *env, name string) error {
 // watchAll shows every session as a table refreshed once a second, until q
 // or Ctrl-C; off a terminal it prints the table once.
 func watchAll(ctx context.Context, e *env) error {
-	c, err := e.dial(ctx)
-	if err != nil {
-		return err
-	}
+	c := e.client()
 	out, isFile := e.stdout.(*os.File)
 	live := isFile && isTerminal(out)
 	if !live {

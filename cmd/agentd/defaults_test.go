@@ -40,6 +40,9 @@ func TestConfigDefaultsAreTheComponents(t *testing.T) {
 		{"channel_queue", d.ChannelQueue, channel.DefaultQueue},
 		{"audit_log_cap", d.AuditLogCap, int64(capture.DefaultAuditMaxBytes)},
 		{"record_screen_cap", d.RecordScreenCap, int64(capture.DefaultRecordScreenMaxBytes)},
+		{"session_restart", d.SessionRestart, string(session.RestartNo)},
+		{"session_restart's on-reboot", config.RestartOnReboot, string(session.RestartOnReboot)},
+		{"session_restart's always", config.RestartAlways, string(session.RestartAlways)},
 	} {
 		if c.config != c.component {
 			t.Errorf("%s: the config's default is %v, the component's %v; make them one value", c.key, c.config, c.component)

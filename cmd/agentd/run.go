@@ -292,7 +292,10 @@ func daemonConfig(s config.Settings) daemon.Config {
 		ChannelQueue: s.ChannelQueue, LogLevel: s.LogLevel, MemoryBudget: s.MemoryBudget,
 		RecordScreen: s.RecordScreen, RecordScreenMaxBytes: s.RecordScreenCap,
 		SessionLauncher: s.SessionLauncher, SessionMemoryMax: s.SessionMemoryMax, SessionCPUWeight: s.SessionCPUWeight,
+		SessionRestart: s.SessionRestart, NoHooks: !s.Hooks,
 		Desktops: s.Desktops, MaxDesktops: s.MaxDesktops, DesktopIdleTimeout: s.DesktopIdle.D(), DesktopServer: s.DesktopServer,
+		View: s.View, ViewIdle: s.ViewIdle.D(),
+		Notifications: s.Notifications, NotifyWaitingAfter: s.NotifyWaitingAfter.D(), NotifyTerminal: strings.Fields(s.NotifyTerminal),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,10 +59,19 @@ type Settings struct {
 	SessionLauncher  string   `toml:"session_launcher" doc:"how session workers start: auto (a systemd user unit each where a user manager answers, else forked), systemd or fork" live:"false"`
 	SessionMemoryMax int64    `toml:"session_memory_max" doc:"bytes of memory each session may use (its unit's MemoryMax); 0 is no limit; needs a user manager" live:"true"`
 	SessionCPUWeight int      `toml:"session_cpu_weight" doc:"each session's CPU share, 1 to 10000 (its unit's CPUWeight; 100 is every unit's); 0 leaves systemd's default; needs a user manager" live:"true"`
+	SessionRestart   string   `toml:"session_restart" doc:"when a session spawned without --restart is started again: no, on-reboot (when agentd starts after the machine rebooted under it) or always (also when its program exits non-zero, with back-off and a ceiling)" live:"true"`
+	Hooks            bool     `toml:"hooks" doc:"wire an agent CLI's hooks to agentd for its state when a spawn does not say (--hooks); false: its screen alone" live:"true"`
 	Desktops         bool     `toml:"desktops" doc:"let agents have X desktops of their own (agentctl desktop new, spawn --desktop); acting on them needs no allow_act" live:"true"`
 	MaxDesktops      int      `toml:"max_desktops" doc:"most desktops running at once; more are answered busy" live:"true"`
 	DesktopIdle      Duration `toml:"desktop_idle_timeout" doc:"remove a desktop unused for this long with no live session on it (\"0s\": never)" live:"true"`
 	DesktopServer    string   `toml:"desktop_server" doc:"X server of a new desktop when desktop new --server does not say: auto (Xvnc when installed, else Xvfb), xvnc or xvfb" live:"true"`
+	// The view: agentd's page for people, on 127.0.0.1 only.
+	View     bool     `toml:"view" doc:"serve the view (the page of sessions and terminals, on 127.0.0.1 only) from start; agentctl view starts it anyway" live:"false"`
+	ViewIdle Duration `toml:"view_idle" doc:"how long the view listens with no page connected before it stops" live:"false"`
+	// Desktop notifications of the agents' states, over the session bus.
+	Notifications      bool     `toml:"notifications" doc:"desktop notifications when an agent needs approval or attention, or waits after a long turn (off by itself with no session bus)" live:"false"`
+	NotifyWaitingAfter Duration `toml:"notify_waiting_after" doc:"a turn at least this long gives a notification when the agent waits (\"0s\": never)" live:"false"`
+	NotifyTerminal     string   `toml:"notify_terminal" doc:"the terminal a notification's Open runs agentctl attach in, with its option to run a command (empty: x-terminal-emulator -e, else xterm -e)" live:"false"`
 }
 
 // Defaults are the settings when neither file nor flag says otherwise.
@@ -83,11 +93,25 @@ func Defaults() Settings {
 		MemoryBudget:    256 << 20,
 		RecordScreenCap: 256 << 20,
 		SessionLauncher: LauncherAuto,
+		SessionRestart:  RestartNo,
+		Hooks:           true,
 		MaxDesktops:     8,
 		DesktopIdle:     Duration(time.Hour),
 		DesktopServer:   DesktopServerAuto,
+		ViewIdle:        Duration(15 * time.Minute),
+
+		Notifications:      true,
+		NotifyWaitingAfter: Duration(30 * time.Second),
 	}
 }
+
+// The values of session_restart (pkg/session's restart policies; a test
+// in cmd/agentd holds them equal).
+const (
+	RestartNo       = "no"
+	RestartOnReboot = "on-reboot"
+	RestartAlways   = "always"
+)
 
 // The values of desktop_server.
 const (
@@ -573,32 +597,23 @@ func validate(path string, data []byte, l *Loaded) problemList {
 	if s.MemoryBudget < MinMemoryBudget {
 		bad("memory_budget", "%s: memory_budget %d is below one frame (%d bytes, 16 MiB); give at least that, 268435456 (256 MiB) is the default", where("memory_budget"), s.MemoryBudget, MinMemoryBudget)
 	}
-	switch s.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log_level", "%s: log_level %q is not debug, info, warn or error", where("log_level"), s.LogLevel)
+	// A word from a list: the message names the words a person may give.
+	oneOf := func(key, v, words string, ok ...string) {
+		if !slices.Contains(ok, v) {
+			bad(key, "%s: %s %q is not %s", where(key), key, v, words)
+		}
 	}
-	switch s.SessionLauncher {
-	case LauncherAuto, LauncherSystemd, LauncherFork:
-	default:
-		bad("session_launcher", "%s: session_launcher %q is not auto, systemd or fork", where("session_launcher"), s.SessionLauncher)
-	}
-	switch s.DesktopServer {
-	case DesktopServerAuto, DesktopServerXvnc, DesktopServerXvfb:
-	default:
-		bad("desktop_server", "%s: desktop_server %q is not auto, xvnc or xvfb", where("desktop_server"), s.DesktopServer)
-	}
+	oneOf("log_level", s.LogLevel, "debug, info, warn or error", "debug", "info", "warn", "error")
+	oneOf("session_launcher", s.SessionLauncher, "auto, systemd or fork", LauncherAuto, LauncherSystemd, LauncherFork)
+	oneOf("session_restart", s.SessionRestart, "no, on-reboot or always", RestartNo, RestartOnReboot, RestartAlways)
+	oneOf("desktop_server", s.DesktopServer, "auto, xvnc or xvfb", DesktopServerAuto, DesktopServerXvnc, DesktopServerXvfb)
 	if s.SessionMemoryMax < 0 {
 		bad("session_memory_max", "%s: session_memory_max %d is negative; give bytes (4294967296 is 4 GiB) or 0 for no limit", where("session_memory_max"), s.SessionMemoryMax)
 	}
 	if s.SessionCPUWeight < 0 || s.SessionCPUWeight > 10000 {
 		bad("session_cpu_weight", "%s: session_cpu_weight %d is out of range; give 1 to 10000 (100 is the default share), or 0 to leave systemd's", where("session_cpu_weight"), s.SessionCPUWeight)
 	}
-	switch s.LogFormat {
-	case "", "json", "console":
-	default:
-		bad("log_format", "%s: log_format %q is not json or console", where("log_format"), s.LogFormat)
-	}
+	oneOf("log_format", s.LogFormat, "json or console", "", "json", "console")
 	if len(s.Socket) > limits.MaxSocketPath {
 		bad("socket", "%s: socket path is %d bytes, over the %d a Unix socket allows; set a shorter socket (the socket key in config.toml, --socket, or $AGENTD_SOCKET)", where("socket"), len(s.Socket), limits.MaxSocketPath)
 	}

@@ -59,8 +59,9 @@ func TestEverySettingRoundTrips(t *testing.T) {
 		WriteTimeout: Duration(7 * time.Second), IdleTimeout: Duration(3 * time.Minute),
 		AskTimeout: Duration(time.Minute), AskIdle: Duration(250 * time.Millisecond), LockTimeout: Duration(2 * time.Second),
 		EventLogCap: 1 << 20, ChannelQueue: 9, AuditLogCap: 1 << 21, MemoryBudget: 64 << 20, RecordScreen: true, RecordScreenCap: 1 << 22,
-		SessionLauncher: LauncherFork, SessionMemoryMax: 4 << 30, SessionCPUWeight: 50,
+		SessionLauncher: LauncherFork, SessionMemoryMax: 4 << 30, SessionCPUWeight: 50, SessionRestart: RestartOnReboot,
 		Desktops: true, MaxDesktops: 3, DesktopIdle: Duration(10 * time.Minute), DesktopServer: DesktopServerXvfb,
+		View: true, ViewIdle: Duration(time.Minute), NotifyTerminal: "foot -e",
 	}
 	var b strings.Builder
 	for _, f := range Fields() {
@@ -126,7 +127,10 @@ func TestBadConfigs(t *testing.T) {
 		{"socket too long", "socket = \"" + long + "\"\n", []string{"socket", "shorter", "--socket", "AGENTD_SOCKET"}},
 		{"relative socket", "socket = \"agentd.sock\"\n", []string{"socket", "absolute"}},
 		{"bad display", "display = \"zero\"\n", []string{"display", ":0"}},
-		{"bad level", "log_level = \"loud\"\n", []string{"log_level", "debug, info"}},
+		{"bad level", "log_level = \"loud\"\n", []string{":1:", `log_level "loud" is not debug, info, warn or error`}},
+		{"bad launcher", "\nsession_launcher = \"cron\"\n", []string{":2:", `session_launcher "cron" is not auto, systemd or fork`}},
+		{"bad restart", "session_restart = \"sometimes\"\n", []string{":1:", `session_restart "sometimes" is not no, on-reboot or always`}},
+		{"bad log format", "log_format = \"xml\"\n", []string{":1:", `log_format "xml" is not json or console`}},
 		{"bad desktop server", "desktop_server = \"vnc\"\n", []string{":1:", "desktop_server", "auto, xvnc or xvfb"}},
 		{"not toml", "this is not toml\n", []string{"config.toml"}},
 	}

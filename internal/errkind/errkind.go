@@ -5,12 +5,16 @@
 // kindCodes) instead of one branch per sentinel per domain. It is a leaf:
 // it imports nothing of agentd, so every domain may use it.
 //
-// pkg/channel and pkg/capture declare their sentinels here; pkg/session and
-// pkg/desktop keep their own errors.New sentinels until they move (the
-// daemon's translator still names those one by one).
+// Every domain (pkg/session, pkg/channel, pkg/capture, pkg/desktop)
+// declares its sentinels here; the daemon's translator names none of them.
+// A failure with its own message is an *Error (made by Errorf) whose Kind
+// is one of those sentinels; the domains name the type as their own Error.
 package errkind
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Kind is what kind of failure an error is.
 type Kind uint8
@@ -38,6 +42,12 @@ const (
 	Unavailable
 	// ChannelUnknown: no such channel, or it has ended.
 	ChannelUnknown
+	// StartFailed: what the request had to start (a program, a server)
+	// is not installed or did not start.
+	StartFailed
+	// InvalidStatus: the thing exists but its state does not allow the
+	// operation (a session that has ended, a worker that does not answer).
+	InvalidStatus
 )
 
 // Sentinel is a domain's sentinel error: a fixed text and its kind. Errors
@@ -64,4 +74,28 @@ func Of(err error) (Kind, bool) {
 		return s.kind, true
 	}
 	return 0, false
+}
+
+// Error is a failure of a sentinel's kind with a message for people: the
+// message names the thing and the fix, the sentinel (Kind) is what
+// errors.Is and Of find through Unwrap. A domain names it as its own type
+// (session.Error, desktop.Error, channel.Error are this type), so a caller
+// that builds &session.Error{Kind: session.ErrInvalid, Msg: "..."} makes
+// one.
+type Error struct {
+	// Kind is the sentinel, normally a *Sentinel; any error is carried.
+	Kind error
+	// Msg is the whole message; the sentinel's text is not added to it.
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf returns an *Error of kind (a sentinel) whose message is format
+// and args as fmt.Sprintf writes them.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }

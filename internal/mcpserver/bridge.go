@@ -45,8 +45,8 @@ const bridgeRetryMax = 5 * time.Second
 
 // replyInput is the reply tool's input.
 type replyInput struct {
-	AskID string `json:"ask_id"`
-	Text  string `json:"text"`
+	AskID string `json:"ask_id" mcp:"minLength=1" jsonschema:"the ask_id from the channel event's meta, e.g. ask-1a2b3c"`
+	Text  string `json:"text" mcp:"maxLength=65536" jsonschema:"your complete answer, as plain text (at most 64 KiB)"`
 }
 
 // bridge is one running `agentctl channel mcp`.
@@ -109,10 +109,6 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		name: "reply", out: reflect.TypeFor[wire.ChannelReplyResult](),
 		desc: "Answer a question that reached you through the agentd channel: give the event's ask_id (from its meta) and your complete answer as text. " +
 			"The asker waits for exactly this reply; an ask can be answered once.",
-		args: []arg{
-			{"ask_id", map[string]any{"type": "string", "minLength": 1, "description": "the ask_id from the channel event's meta, e.g. ask-1a2b3c"}, true},
-			{"text", map[string]any{"type": "string", "maxLength": 65536, "description": "your complete answer, as plain text (at most 64 KiB)"}, true},
-		},
 	}, b.reply)}, 0)
 	if err != nil {
 		return err
@@ -137,15 +133,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 		}
 		b.serveDaemon(ctx)
 	}()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- ss.Wait() }()
-	select {
-	case <-ctx.Done():
-		ss.Close()
-		<-waitErr
-	case <-waitErr:
-		// The MCP client went away (stdin closed): the bridge's work is over.
-	}
+	serve(ctx, ss) // until the MCP client goes away: the bridge's work is over
 	cancel()
 	<-daemonDone
 	return nil

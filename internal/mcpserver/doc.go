@@ -51,6 +51,16 @@
 // outputSchema, generated from the contract's Go types. result.go is the
 // one place both servers build these from.
 //
+// # Schemas from Go types
+//
+// Both schemas of a tool are generated: the output schema from its result
+// type (the contract's, mostly), the input schema from its argument type
+// in args.go, whose tags describe each argument and give its limits, with
+// the contract's enumerations and limits taken from pkg/wire and
+// internal/limits by name, never copied (schema.go). The server checks
+// every call against that same input schema, so a declared limit is an
+// enforced one.
+//
 // # Long calls
 //
 // ask, wait and act run on a connection no other call shares (kept for
@@ -63,7 +73,7 @@
 // # The gate
 //
 // Without --yes the tools server is read-only. The acting tools (spawn,
-// ask, send, resize, stop, rm, push, act, desktop_new, desktop_rm) are still listed, with descriptions that say they
+// ask, send, resize, stop, restart, rm, push, act, desktop_new, desktop_rm) are still listed, with descriptions that say they
 // are disabled and how the user enables them: a model that does not see a
 // tool concludes it does not exist, one that sees it disabled can tell the
 // user what to change. A per-call "confirm" argument would be written by
@@ -71,7 +81,7 @@
 // the user edits. Acting on the screen also needs the daemon's consent
 // (agentd --allow-act); a refusal says which of the two is missing.
 //
-// It imports pkg/wire, internal/buildinfo, the SDK and the SDK's schema
+// It imports pkg/wire, internal/buildinfo, internal/limits, the SDK and the SDK's schema
 // package (google/jsonschema-go); never the daemon side (session,
 // capture, daemon).
 package mcpserver

@@ -14,8 +14,15 @@ package mcpserver
 //     with its id when it has a usable one, else id null. The server goes on.
 //   - A line longer than maxLineBytes is dropped as it streams past (never
 //     held whole) and answered with -32600.
-//   - A batch (a JSON array) is answered with -32600: MCP dropped JSON-RPC
-//     batching in 2025-06-18, and this server speaks one message per line.
+//   - A batch (a JSON array) is taken when the session negotiated MCP
+//     2025-03-26, whose stdio transport allows one (of requests and
+//     notifications, and of responses; never initialize): every element is
+//     checked as a line is, and the answers to its requests (the errors of
+//     its bad elements among them) go back as one array once all are in,
+//     nothing for notifications, nothing at all when none needs an answer;
+//     an empty batch is one -32600, as JSON-RPC says. Under any other
+//     version, or before initialize, a batch is answered with -32600: MCP
+//     dropped batching in 2025-06-18.
 //   - A second initialize is answered with -32600 (the session has one).
 //   - Every request id reaches the SDK as an id of this layer's own and
 //     goes back to the client exactly as the client wrote it (1.5, 1e3,
@@ -24,6 +31,12 @@ package mcpserver
 //     (the SDK cancels its context) and its response is never written, as
 //     the spec asks; for an id never sent, already answered, or cancelled
 //     before, it is dropped.
+//   - A tools/call of a tool the transport's fast hook names (act: a
+//     model's act loop sends many) is served here, past the SDK's request
+//     handling, when it needs nothing only the SDK has: params of name and
+//     arguments alone (no _meta, so no progress token), after initialize.
+//     It runs the same handler the SDK would and writes the result the SDK
+//     would write; cancellation, drain and batches treat it as any request.
 
 import (
 	"bufio"
@@ -33,8 +46,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -54,11 +69,25 @@ type lineTransport struct {
 	// onConn receives the connection once made (the channel bridge writes
 	// notifications of its own through it).
 	onConn func(*lineConn)
+	// fast, when set, names the tools served outside the SDK (see
+	// fastCall): their handler, or nil for a tool the SDK serves. Their
+	// calls run under fastCtx.
+	fast    func(name string) fastHandler
+	fastCtx context.Context
 }
+
+// fastHandler answers one tools/call from its raw arguments, as the tool's
+// SDK handler would.
+type fastHandler func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult
 
 // Connect starts reading r.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := newLineConn(t.r, t.w, drainTimeout)
+	c := makeLineConn(t.w, drainTimeout)
+	c.fast = t.fast
+	if t.fastCtx != nil {
+		c.fastCtx = t.fastCtx
+	}
+	go c.readLoop(bufio.NewReaderSize(pollable(t.r), 64<<10))
 	if t.onConn != nil {
 		t.onConn(c)
 	}
@@ -71,6 +100,36 @@ type pendingReq struct {
 	method    string
 	token     string // this layer's progress token for it, if any
 	cancelled bool
+	batch     *batch // the batch it came in, or nil
+	// cancel ends a call served outside the SDK (fastCall); nil for one
+	// the SDK serves.
+	cancel context.CancelFunc
+}
+
+// batch collects the answers to one JSON-RPC batch: they go back as one
+// array once every request in it is answered. Guarded by lineConn.mu.
+type batch struct {
+	out     [][]byte // answers so far
+	waiting int      // requests handed to the SDK, not yet answered
+	sealed  bool     // every element was read
+	sent    bool
+}
+
+// batchVersion is the only MCP version whose sessions take batches.
+const batchVersion = "2025-03-26"
+
+// ready returns the batch's answer, an array, once it is whole and not
+// yet sent; nil otherwise, and when nothing in the batch needs an answer.
+// c.mu held.
+func (b *batch) ready() []byte {
+	if !b.sealed || b.waiting > 0 || b.sent {
+		return nil
+	}
+	b.sent = true
+	if len(b.out) == 0 {
+		return nil
+	}
+	return append(append([]byte{'['}, bytes.Join(b.out, []byte{','})...), ']')
 }
 
 // readItem is one message, or the reading's end.
@@ -98,8 +157,13 @@ type lineConn struct {
 	// success. A failed initialize may be sent again.
 	initState int
 	initID    string
-	drained   chan struct{} // closed when pending empties, once stdin ended
+	version   string        // the protocol version initialize agreed on
+	drained   chan struct{} // closed when pending empties and writing ends, once stdin ended
 	drainWait time.Duration
+	writing   int // answers taken from pending (answered) and not yet written
+
+	fast    func(name string) fastHandler // see lineTransport; set before reading
+	fastCtx context.Context
 }
 
 // drainTimeout bounds how long requests still running when stdin closes
@@ -109,10 +173,15 @@ const drainTimeout = 5 * time.Second
 // newLineConn reads r; at its end, requests in flight get up to drain to
 // be answered.
 func newLineConn(r io.Reader, w io.Writer, drain time.Duration) *lineConn {
-	c := &lineConn{w: w, drainWait: drain, msgs: make(chan readItem), closed: make(chan struct{}),
-		pending: map[string]*pendingReq{}, byRaw: map[string]string{}, tokens: map[string]json.RawMessage{}}
+	c := makeLineConn(w, drain)
 	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
 	return c
+}
+
+// makeLineConn is a lineConn not yet reading.
+func makeLineConn(w io.Writer, drain time.Duration) *lineConn {
+	return &lineConn{w: w, drainWait: drain, msgs: make(chan readItem), closed: make(chan struct{}),
+		pending: map[string]*pendingReq{}, byRaw: map[string]string{}, tokens: map[string]json.RawMessage{}, fastCtx: context.Background()}
 }
 
 // SessionID is empty: stdio has one session.
@@ -137,6 +206,32 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// pollable returns r read through Go's poller when it is a pipe or a
+// socket, as an MCP client's stdin is: a read then parks its goroutine,
+// where a blocking read holds a thread in the kernel that the runtime hands
+// its processor away from, and watches every 20 µs while calls go on (a
+// tenth of the server's CPU in a model's act loop). It reads a duplicate of
+// the descriptor, non-blocking; a terminal or a file is left as it is.
+func pollable(r io.Reader) io.Reader {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return r
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return r
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return r
+	}
+	return os.NewFile(uintptr(fd), f.Name())
+}
+
 // readLoop reads lines until EOF, answering the malformed ones itself.
 func (c *lineConn) readLoop(r *bufio.Reader) {
 	for {
@@ -144,7 +239,7 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 		if tooLong {
 			c.writeError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes: it was dropped unread; send at most %d bytes per line", maxLineBytes, maxLineBytes))
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			if msg := c.frame(line); msg != nil {
+			for _, msg := range c.frame(line) {
 				select {
 				case c.msgs <- readItem{msg: msg}:
 				case <-c.closed:
@@ -170,7 +265,7 @@ func (c *lineConn) readLoop(r *bufio.Reader) {
 // writes its requests and closes stdin still gets its answers.
 func (c *lineConn) drain() {
 	c.mu.Lock()
-	if len(c.pending) == 0 {
+	if len(c.pending) == 0 && c.writing == 0 {
 		c.mu.Unlock()
 		return
 	}
@@ -191,9 +286,16 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(chunk) > maxLineBytes+1 { // +1: the newline
+			switch n := len(buf) + len(chunk); {
+			case n > maxLineBytes+1: // +1: the newline
 				tooLong, buf = true, nil
-			} else {
+			case n > cap(buf):
+				// Doubling, not append's quarter steps: a line near the
+				// limit costs about twice its size in allocations, not
+				// five times.
+				grown := make([]byte, 0, min(max(2*cap(buf), n), maxLineBytes+1))
+				buf = append(append(grown, buf...), chunk...)
+			default:
 				buf = append(buf, chunk...)
 			}
 		}
@@ -215,38 +317,117 @@ type wireMsg struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-// frame checks one line and returns the message for the SDK, or nil when
-// it was answered (or dropped) here.
-func (c *lineConn) frame(line []byte) jsonrpc.Message {
+// frame checks one line and returns the messages for the SDK: none when
+// it was answered (or dropped) here, several for a batch.
+func (c *lineConn) frame(line []byte) []jsonrpc.Message {
 	line = bytes.TrimSpace(line)
 	if !utf8.Valid(line) {
 		c.writeError(nil, jsonrpc.CodeParseError, "parse error: the line is not valid UTF-8; send JSON text in UTF-8, one message per line")
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		c.writeError(nil, jsonrpc.CodeParseError, "parse error: "+jsonProblem(err)+"; send one JSON-RPC message per line")
-		return nil
+	// A line that decodes as one object is a message to check (the common
+	// case: one pass to validate, one to decode); anything else is worded
+	// below.
+	if line[0] == '{' {
+		var m wireMsg
+		if json.Unmarshal(line, &m) == nil {
+			if msg := c.request(m, c.writeError, nil); msg != nil {
+				return []jsonrpc.Message{msg}
+			}
+			return nil
+		}
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	// One scan says a line is one JSON value; the decoder only words what
+	// is wrong with one that is not.
+	v := json.RawMessage(line)
+	if !json.Valid(line) {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		if err := dec.Decode(&v); err != nil {
+			c.writeError(nil, jsonrpc.CodeParseError, "parse error: "+jsonProblem(err)+"; send one JSON-RPC message per line")
+			return nil
+		}
 		c.writeError(nil, jsonrpc.CodeParseError, "parse error: more than one JSON value on the line; send one JSON-RPC message per line")
 		return nil
 	}
+	if v[0] == '[' {
+		return c.batch(v)
+	}
+	if msg := c.message(v, c.writeError, nil); msg != nil {
+		return []jsonrpc.Message{msg}
+	}
+	return nil
+}
+
+// batch frames each message of a batch; their answers go back as one
+// array (see batch).
+func (c *lineConn) batch(v json.RawMessage) []jsonrpc.Message {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(v, &elems); err != nil {
+		c.writeError(nil, jsonrpc.CodeParseError, "parse error: "+jsonProblem(err))
+		return nil
+	}
+	c.mu.Lock()
+	version := c.version
+	c.mu.Unlock()
+	switch {
+	case version != batchVersion:
+		agreed := "no version yet (send initialize first, alone)"
+		if version != "" {
+			agreed = version
+		}
+		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches belong to MCP "+batchVersion+
+			" only (MCP removed them in 2025-06-18), and this session agreed on "+agreed+"; send one message per line")
+		return nil
+	case len(elems) == 0:
+		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch; a batch holds at least one message")
+		return nil
+	}
+	b := &batch{}
+	fail := func(id json.RawMessage, code int64, msg string) {
+		e := errorMsg(id, code, msg)
+		c.mu.Lock()
+		b.out = append(b.out, e)
+		c.mu.Unlock()
+	}
+	var msgs []jsonrpc.Message
+	for _, e := range elems {
+		if msg := c.message(e, fail, b); msg != nil {
+			msgs = append(msgs, msg)
+		}
+	}
+	c.mu.Lock()
+	b.sealed = true
+	out := b.ready()
+	c.mu.Unlock()
+	if out != nil {
+		c.writeRaw(out)
+	}
+	return msgs
+}
+
+// message checks one JSON value as a message and returns it for the SDK,
+// or nil when it was answered through fail (or dropped). b is the batch it
+// came in, or nil.
+func (c *lineConn) message(v json.RawMessage, fail func(id json.RawMessage, code int64, msg string), b *batch) jsonrpc.Message {
 	switch v[0] {
 	case '{':
 	case '[':
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported (MCP removed batching in 2025-06-18); send one message per line")
+		fail(nil, jsonrpc.CodeInvalidRequest, "invalid request: a batch inside a batch; a batch holds messages (JSON objects)")
 		return nil
 	default:
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC message is a JSON object with \"jsonrpc\": \"2.0\"")
+		fail(nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC message is a JSON object with \"jsonrpc\": \"2.0\"")
 		return nil
 	}
 	var m wireMsg
 	if err := json.Unmarshal(v, &m); err != nil {
-		c.writeError(nil, jsonrpc.CodeParseError, "parse error: "+jsonProblem(err))
+		fail(nil, jsonrpc.CodeParseError, "parse error: "+jsonProblem(err))
 		return nil
 	}
+	return c.request(m, fail, b)
+}
+
+// request checks a decoded JSON object as a message (see message).
+func (c *lineConn) request(m wireMsg, fail func(id json.RawMessage, code int64, msg string), b *batch) jsonrpc.Message {
 	hasID := m.ID != nil
 	idOK := hasID && validID(m.ID)
 	var answerID json.RawMessage // nil: null
@@ -254,23 +435,23 @@ func (c *lineConn) frame(line []byte) jsonrpc.Message {
 		answerID = m.ID
 	}
 	if string(m.JSONRPC) != `"2.0"` {
-		c.maybeError(hasID, m.Method, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+		maybeError(fail, hasID, m.Method, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
 		return nil
 	}
 	if hasID && !idOK {
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number (MCP allows no null id)")
+		fail(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number (MCP allows no null id)")
 		return nil
 	}
 	if m.Method == nil {
-		return c.response(m)
+		return c.response(m, fail)
 	}
 	var method string
 	if json.Unmarshal(m.Method, &method) != nil || method == "" {
-		c.maybeError(hasID, nil, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "method" must be a non-empty string`)
+		maybeError(fail, hasID, nil, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "method" must be a non-empty string`)
 		return nil
 	}
 	if m.Params != nil && m.Params[0] != '{' && string(m.Params) != "null" {
-		c.maybeError(hasID, m.Method, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "params" must be a JSON object`)
+		maybeError(fail, hasID, m.Method, answerID, jsonrpc.CodeInvalidRequest, `invalid request: "params" must be a JSON object`)
 		return nil
 	}
 	if string(m.Params) == "null" {
@@ -284,46 +465,67 @@ func (c *lineConn) frame(line []byte) jsonrpc.Message {
 		c.forgetToken(token) // a notification gets no progress
 		return &jsonrpc.Request{Method: method, Params: params}
 	}
+	fast, args := c.fastCall(method, params, token)
 	c.mu.Lock()
 	if c.initState != 2 && method != "initialize" && method != "ping" && !sessionless(params) {
 		c.mu.Unlock()
 		c.forgetToken(token)
-		c.writeError(answerID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before the session is initialized: send initialize (and wait for its answer) first", method))
+		fail(answerID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before the session is initialized: send initialize (and wait for its answer) first", method))
+		return nil
+	}
+	if method == "initialize" && b != nil {
+		c.mu.Unlock()
+		c.forgetToken(token)
+		fail(answerID, jsonrpc.CodeInvalidRequest, "invalid request: initialize must not be part of a batch; send it alone")
 		return nil
 	}
 	if method == "initialize" && c.initState != 0 {
 		c.mu.Unlock()
 		c.forgetToken(token)
-		c.writeError(answerID, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized (or initializing); a session takes one initialize: start a new server for a new session")
+		fail(answerID, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized (or initializing); a session takes one initialize: start a new server for a new session")
 		return nil
 	}
 	c.next++
 	own := "r" + strconv.FormatUint(c.next, 10)
-	c.pending[own] = &pendingReq{raw: answerID, method: method, token: token}
+	pr := &pendingReq{raw: answerID, method: method, token: token, batch: b}
+	c.pending[own] = pr
+	if b != nil {
+		b.waiting++
+	}
 	c.byRaw[compact(answerID)] = own
 	if method == "initialize" {
 		c.initState, c.initID = 1, own
 	}
+	var ctx context.Context
+	if fast != nil {
+		// The request is in pending before it runs: a cancel read next
+		// finds it, and a drain waits for it.
+		ctx, pr.cancel = context.WithCancel(c.fastCtx)
+	}
 	c.mu.Unlock()
+	if fast != nil {
+		go c.serveFast(ctx, own, fast, args)
+		return nil
+	}
 	id, _ := jsonrpc.MakeID(own)
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }
 
-// maybeError answers a broken request; a broken message that was a
-// notification (no id, a method) gets no answer, as JSON-RPC says, except
-// when even that cannot be told.
-func (c *lineConn) maybeError(hasID bool, method json.RawMessage, id json.RawMessage, code int64, msg string) {
+// maybeError answers a broken request through fail; a broken message that
+// was a notification (no id, a method) gets no answer, as JSON-RPC says,
+// except when even that cannot be told.
+func maybeError(fail func(id json.RawMessage, code int64, msg string), hasID bool, method json.RawMessage, id json.RawMessage, code int64, msg string) {
 	if !hasID && method != nil {
 		return
 	}
-	c.writeError(id, code, msg)
+	fail(id, code, msg)
 }
 
 // response passes a response to one of the SDK's own requests through; it
 // never answers one.
-func (c *lineConn) response(m wireMsg) jsonrpc.Message {
+func (c *lineConn) response(m wireMsg, fail func(id json.RawMessage, code int64, msg string)) jsonrpc.Message {
 	if m.ID == nil || (m.Result == nil) == (m.Error == nil) {
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, `invalid request: a message needs a "method" (a request or notification) or, answering a request, an "id" with "result" or "error"`)
+		fail(nil, jsonrpc.CodeInvalidRequest, `invalid request: a message needs a "method" (a request or notification) or, answering a request, an "id" with "result" or "error"`)
 		return nil
 	}
 	raw, _ := json.Marshal(outMsg{JSONRPC: "2.0", ID: m.ID, Result: m.Result, Error: m.Error})
@@ -353,7 +555,12 @@ func (c *lineConn) cancelled(params json.RawMessage) jsonrpc.Message {
 		return nil // never sent, answered, cancelled before, or not cancellable
 	}
 	pr.cancelled = true
+	cancel := pr.cancel
 	c.mu.Unlock()
+	if cancel != nil {
+		cancel() // served here (fastCall): the SDK never saw it
+		return nil
+	}
 	b, _ := json.Marshal(map[string]any{"requestId": own, "reason": p.Reason})
 	return &jsonrpc.Request{Method: "notifications/cancelled", Params: b}
 }
@@ -472,21 +679,19 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case *jsonrpc.Response:
 		own, _ := m.ID.Raw().(string)
 		c.mu.Lock()
-		pr := c.pending[own]
+		pr := c.answered(own)
 		if pr != nil {
-			delete(c.pending, own)
-			if len(c.pending) == 0 && c.drained != nil {
-				close(c.drained)
-				c.drained = nil
-			}
-			delete(c.tokens, pr.token)
-			if c.byRaw[compact(pr.raw)] == own {
-				delete(c.byRaw, compact(pr.raw))
-			}
+			defer c.settled()
 			if own == c.initID {
 				c.initState = 2
 				if m.Error != nil {
 					c.initState = 0
+				}
+				var r struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				}
+				if json.Unmarshal(m.Result, &r) == nil {
+					c.version = r.ProtocolVersion
 				}
 			}
 		}
@@ -495,7 +700,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return c.writeRaw(b) // an id this layer did not make
 		}
 		if pr.cancelled {
-			return nil
+			return c.deliver(pr, nil)
 		}
 		// A result: put the client's id in place of ours in the bytes
 		// (the SDK writes "jsonrpc" then "id" first), so a large result (a
@@ -503,7 +708,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		head := []byte(`{"jsonrpc":"2.0","id":"` + own + `",`)
 		if m.Error == nil && bytes.HasPrefix(b, head) {
 			b = append(append(append([]byte(`{"jsonrpc":"2.0","id":`), pr.raw...), ','), b[len(head):]...)
-			break
+			return c.deliver(pr, b)
 		}
 		var om outMsg
 		if err := json.Unmarshal(b, &om); err != nil {
@@ -518,12 +723,129 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if err != nil {
 			return err
 		}
+		return c.deliver(pr, b)
 	case *jsonrpc.Request:
 		if m.Method == "notifications/progress" && !m.IsCall() {
 			b = c.unmapToken(b)
 		}
 	}
 	return c.writeRaw(b)
+}
+
+// answered takes request own out of the requests in flight and returns
+// it, or nil when there is none. c.mu held. Once its answer is written,
+// settled tells a drain.
+func (c *lineConn) answered(own string) *pendingReq {
+	pr := c.pending[own]
+	if pr == nil {
+		return nil
+	}
+	delete(c.pending, own)
+	c.writing++
+	delete(c.tokens, pr.token)
+	if c.byRaw[compact(pr.raw)] == own {
+		delete(c.byRaw, compact(pr.raw))
+	}
+	return pr
+}
+
+// settled follows answered once the answer is written (or dropped): a
+// drain waiting for the requests in flight ends when none is left, so the
+// server ends only once the last answer is out.
+func (c *lineConn) settled() {
+	c.mu.Lock()
+	c.writing--
+	if len(c.pending) == 0 && c.writing == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+	c.mu.Unlock()
+}
+
+// fastCall returns the handler and arguments of a tools/call this layer
+// serves itself (see lineTransport.fast), or nil for the SDK to serve it:
+// another method, a tool the hook does not name, a progress token, or
+// params with anything but name and arguments (_meta, or a field the SDK
+// would read or refuse). Whether the session is initialized is checked by
+// the caller, as for any request.
+func (c *lineConn) fastCall(method string, params json.RawMessage, token string) (fastHandler, json.RawMessage) {
+	if c.fast == nil || method != "tools/call" || token != "" || len(params) == 0 {
+		return nil, nil
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return nil, nil
+	}
+	for k := range p {
+		if k != "name" && k != "arguments" {
+			return nil, nil
+		}
+	}
+	var name string
+	if p["name"] == nil || p["name"][0] != '"' || json.Unmarshal(p["name"], &name) != nil {
+		return nil, nil
+	}
+	h := c.fast(name)
+	if h == nil {
+		return nil, nil
+	}
+	return h, p["arguments"]
+}
+
+// serveFast runs a call fastCall took and writes its answer as the SDK
+// would: the result JSON-encoded without HTML escaping, content never null,
+// nothing when the call was cancelled.
+func (c *lineConn) serveFast(ctx context.Context, own string, h fastHandler, args json.RawMessage) {
+	res := h(ctx, args)
+	c.mu.Lock()
+	pr := c.answered(own)
+	c.mu.Unlock()
+	defer c.settled()
+	pr.cancel()
+	if pr.cancelled {
+		c.deliver(pr, nil)
+		return
+	}
+	if res.Content == nil {
+		r := *res
+		r.Content = []mcp.Content{}
+		res = &r
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(pr.raw)
+	buf.WriteString(`,"result":`)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		c.deliver(pr, errorMsg(pr.raw, jsonrpc.CodeInternalError, "internal error: the result could not be encoded: "+err.Error()))
+		return
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	c.deliver(pr, append(b, '}'))
+}
+
+// deliver writes the answer b to request pr (nil: none, it was
+// cancelled), or adds it to pr's batch, writing the batch's array once it
+// is whole.
+func (c *lineConn) deliver(pr *pendingReq, b []byte) error {
+	if pr.batch == nil {
+		if b == nil {
+			return nil
+		}
+		return c.writeRaw(b)
+	}
+	c.mu.Lock()
+	if b != nil {
+		pr.batch.out = append(pr.batch.out, b)
+	}
+	pr.batch.waiting--
+	out := pr.batch.ready()
+	c.mu.Unlock()
+	if out == nil {
+		return nil
+	}
+	return c.writeRaw(out)
 }
 
 // unmapToken puts the client's progress token back into a progress
@@ -564,12 +886,17 @@ func (c *lineConn) forgetToken(own string) {
 
 // writeError writes an error response; id nil is null.
 func (c *lineConn) writeError(id json.RawMessage, code int64, msg string) {
+	c.writeRaw(errorMsg(id, code, msg))
+}
+
+// errorMsg is an error response; id nil is null.
+func errorMsg(id json.RawMessage, code int64, msg string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
 	e, _ := json.Marshal(map[string]any{"code": code, "message": msg})
 	b, _ := json.Marshal(outMsg{JSONRPC: "2.0", ID: id, Error: e})
-	c.writeRaw(b)
+	return b
 }
 
 // writeRaw writes one message and its newline.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -171,4 +172,98 @@ func FuzzFraming(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFramingBatchAnswersOnceWhole: under 2025-03-26 a batch's answers go
+// out as one array once every request is answered, with the clients' ids;
+// a cancelled request has no entry, and a batch whose requests were all
+// cancelled is not answered at all.
+func TestFramingBatchAnswersOnceWhole(t *testing.T) {
+	pr, pw := io.Pipe()
+	out := &lockedBuf{}
+	c := newLineConn(pr, out, drainTimeout)
+	c.mu.Lock()
+	c.initState, c.version = 2, batchVersion // as after initialize
+	c.mu.Unlock()
+	go pw.Write([]byte(`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{}},{"jsonrpc":"2.0","id":3,"method":"ping"}]` + "\n"))
+	a, b, d := mustRead(t, c).(*jsonrpc.Request), mustRead(t, c).(*jsonrpc.Request), mustRead(t, c).(*jsonrpc.Request)
+	c.Write(context.Background(), &jsonrpc.Response{ID: d.ID, Result: json.RawMessage(`{}`)})
+	c.Write(context.Background(), &jsonrpc.Response{ID: a.ID, Result: json.RawMessage(`{}`)})
+	if got := out.lines(); len(got) != 1 || got[0] != "" {
+		t.Fatalf("written %q before the batch was whole, want nothing", got)
+	}
+	go pw.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.5}}` + "\n"))
+	mustRead(t, c) // the cancel, told to the SDK
+	c.Write(context.Background(), &jsonrpc.Response{ID: b.ID, Result: json.RawMessage(`{}`)})
+	want := `[{"jsonrpc":"2.0","id":3,"result":{}},{"jsonrpc":"2.0","id":"a","result":{}}]`
+	if got := out.lines(); len(got) != 1 || got[0] != want {
+		t.Errorf("written %q, want %s", got, want)
+	}
+
+	go pw.Write([]byte(`[{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{}}]` + "\n"))
+	r := mustRead(t, c).(*jsonrpc.Request)
+	go pw.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}` + "\n"))
+	mustRead(t, c)
+	c.Write(context.Background(), &jsonrpc.Response{ID: r.ID, Result: json.RawMessage(`{}`)})
+	c.Close()
+	pw.Close()
+	if got := out.lines(); len(got) != 1 {
+		t.Errorf("written %q, want nothing more for a batch whose one request was cancelled", got)
+	}
+}
+
+// repeatReader gives n bytes of b, then rest.
+type repeatReader struct {
+	b    byte
+	n    int
+	rest []byte
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n > 0 {
+		k := min(len(p), r.n)
+		for i := range k {
+			p[i] = r.b
+		}
+		r.n -= k
+		return k, nil
+	}
+	if len(r.rest) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, r.rest)
+	r.rest = r.rest[k:]
+	return k, nil
+}
+
+// An over-long line is dropped as it streams past: reading a 64 MiB line
+// allocates about its first maxLineBytes, never the line, and the line
+// after it reads whole.
+func TestFramingDropsALongLineUnheld(t *testing.T) {
+	r := bufio.NewReaderSize(&repeatReader{b: 'a', n: 64 << 20, rest: []byte("\n{\"next\":1}\n")}, 64<<10)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	line, tooLong, err := readLine(r)
+	runtime.ReadMemStats(&after)
+	if !tooLong || line != nil || err != nil {
+		t.Fatalf("readLine of a 64 MiB line: %d bytes, tooLong %v, %v; want it dropped", len(line), tooLong, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*maxLineBytes {
+		t.Errorf("reading a 64 MiB line allocated %d MiB; it must not be held (at most about %d MiB)", alloc>>20, 3*maxLineBytes>>20)
+	}
+	if line, tooLong, err := readLine(r); tooLong || string(line) != "{\"next\":1}\n" || err != nil {
+		t.Errorf("the line after it: %q %v %v", line, tooLong, err)
+	}
+}
+
+// A line under the limit but longer than the reader's buffer reads whole.
+func TestFramingReadsALongLineWhole(t *testing.T) {
+	for _, n := range []int{64<<10 - 1, 64 << 10, 1 << 20, maxLineBytes} {
+		r := bufio.NewReaderSize(&repeatReader{b: 'b', n: n, rest: []byte("\n")}, 64<<10)
+		line, tooLong, err := readLine(r)
+		if tooLong || err != nil || len(line) != n+1 || bytes.Count(line, []byte("b")) != n || line[n] != '\n' {
+			t.Errorf("a %d-byte line read as %d bytes (tooLong %v, %v)", n, len(line), tooLong, err)
+		}
+	}
 }

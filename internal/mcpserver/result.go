@@ -31,27 +31,30 @@ const (
 	codeCanceled = "canceled"
 )
 
-// arg is one argument of a tool: its name, its JSON schema (type,
-// description, limits) and whether it must be given.
+// arg is one argument of a tool, as its input schema declares it.
 type arg struct {
 	name     string
-	schema   map[string]any
 	required bool
 }
 
 // tool is one MCP tool as both servers declare it. Its handler gets the
 // arguments decoded into the value newIn makes, only after they were
-// checked against args: a malformed call never reaches it.
+// checked against its input schema: a malformed call never reaches it.
 type tool struct {
 	name string
 	desc string
+	// in is the Go type of the arguments (a struct); its fields' tags make
+	// the input schema (see schema.go). args are its arguments in order,
+	// filled from it by addTools.
+	in   reflect.Type
 	args []arg
 	// The behaviour hints every tool declares (MCP's annotations):
 	// readOnly tools change nothing; an acting tool is destructive when it
 	// can undo or overwrite (typing into a program, ending one),
 	// idempotent when a second identical call changes nothing more, and
 	// openWorld when what it reaches is not only agentd's own state (a
-	// program it starts or types into, the screen's applications).
+	// program it starts or types into, the screen's applications, the Claude
+	// Code session a push lands in).
 	readOnly, destructive, idempotent, openWorld bool
 	// out is the Go type of a successful result's structured content; its
 	// JSON schema (with ok) is the tool's outputSchema.
@@ -59,29 +62,18 @@ type tool struct {
 	// nested names the fields of objects inside the arguments, for the
 	// message when one has an unknown field.
 	nested string
+	// check is the input schema compiled (check.go), set by prepare.
+	check  *argCheck
 	newIn  func() any
 	handle func(ctx context.Context, in any) *mcp.CallToolResult
 }
 
 // typedTool gives t a handler that receives its arguments as a T.
 func typedTool[T any](t tool, h func(ctx context.Context, in T) *mcp.CallToolResult) tool {
+	t.in = reflect.TypeFor[T]()
 	t.newIn = func() any { return new(T) }
 	t.handle = func(ctx context.Context, in any) *mcp.CallToolResult { return h(ctx, *in.(*T)) }
 	return t
-}
-
-// inputSchema is the tool's JSON schema: an object with exactly its
-// arguments.
-func (t tool) inputSchema() map[string]any {
-	props := map[string]any{}
-	required := []string{}
-	for _, a := range t.args {
-		props[a.name] = a.schema
-		if a.required {
-			required = append(required, a.name)
-		}
-	}
-	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
 // takes lists the arguments for a message: "name (required), text".
@@ -103,15 +95,15 @@ func (t tool) takes() string {
 // checkArgs checks raw against the tool's arguments and types: an unknown
 // or missing argument or a wrong type is a malformed call, answered with an
 // isError result that names the arguments that exist. The arguments are
-// decoded into into.
-func (t tool) checkArgs(raw json.RawMessage, into any) error {
+// decoded into into, and returned as decoded JSON for checkLimits.
+func (t tool) checkArgs(raw json.RawMessage, into any) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = json.RawMessage("{}")
 	}
-	var fields map[string]json.RawMessage
+	var fields map[string]any
 	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
-		return malformed("the arguments of %s must be a JSON object; it takes %s", t.name, t.takes())
+		return nil, malformed("the arguments of %s must be a JSON object; it takes %s", t.name, t.takes())
 	}
 	var unknown []string
 	for k := range fields {
@@ -121,19 +113,19 @@ func (t tool) checkArgs(raw json.RawMessage, into any) error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return malformed("%s has no argument %s; it takes %s", t.name, strings.Join(unknown, ", "), t.takes())
+		return nil, malformed("%s has no argument %s; it takes %s", t.name, strings.Join(unknown, ", "), t.takes())
 	}
 	for _, a := range t.args {
-		if v, ok := fields[a.name]; a.required && (!ok || bytes.Equal(v, []byte("null"))) {
-			return malformed("%s needs the argument %q; it takes %s", t.name, a.name, t.takes())
+		if v, ok := fields[a.name]; a.required && (!ok || v == nil) {
+			return nil, malformed("%s needs the argument %q; it takes %s", t.name, a.name, t.takes())
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
-		return t.typeProblem(err)
+		return nil, t.typeProblem(err)
 	}
-	return nil
+	return fields, nil
 }
 
 // typeProblem turns a decoding error into the malformed-call message.
@@ -247,38 +239,50 @@ var refusalSchema = map[string]any{"type": "object", "required": []string{"ok", 
 // does not exist a protocol error naming the tools that do (the SDK's own
 // message names none).
 func addTools(srv *mcp.Server, tools []tool, maxOutput int) error {
+	_, err := addToolsServed(srv, tools, maxOutput)
+	return err
+}
+
+// addToolsServed is addTools, returning each tool's handler by name as a
+// fastHandler: what the SDK runs for a call, for the framing to run itself
+// (see lineTransport.fast).
+func addToolsServed(srv *mcp.Server, tools []tool, maxOutput int) (map[string]fastHandler, error) {
 	var names []string
+	served := map[string]fastHandler{}
 	for _, t := range tools {
 		names = append(names, t.name)
-		t := t
-		in := t.inputSchema()
-		var schema jsonschema.Schema
-		b, _ := json.Marshal(in)
-		if err := json.Unmarshal(b, &schema); err != nil {
-			return fmt.Errorf("%s's input schema: %w", t.name, err)
-		}
-		resolved, err := schema.Resolve(nil)
+		t, in, resolved, err := t.prepare()
 		if err != nil {
-			return fmt.Errorf("%s's input schema: %w", t.name, err)
+			return nil, err
 		}
 		outSchema, err := t.outputSchema()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		mt := &mcp.Tool{Name: t.name, Description: t.desc, InputSchema: in, OutputSchema: outSchema,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly, DestructiveHint: &t.destructive,
 				IdempotentHint: t.idempotent, OpenWorldHint: &t.openWorld}}
-		srv.AddTool(mt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		handle := func(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 			in := t.newIn()
-			if err := t.checkArgs(req.Params.Arguments, in); err != nil {
-				return argsRefusal(err), nil
+			fields, err := t.checkArgs(req.Params.Arguments, in)
+			if err != nil {
+				return argsRefusal(err)
 			}
-			if err := t.checkLimits(resolved, req.Params.Arguments); err != nil {
-				return argsRefusal(err), nil
+			if err := t.checkLimits(resolved, fields); err != nil {
+				return argsRefusal(err)
 			}
 			res := t.handle(context.WithValue(ctx, requestKey{}, req), in)
-			return capResult(res, maxOutput), nil
+			return capResult(res, maxOutput)
+		}
+		srv.AddTool(mt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return handle(ctx, req), nil
 		})
+		name := t.name
+		served[name] = func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+			// A request without a session: such a call sends no progress
+			// (the framing serves none that asks for it).
+			return handle(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args}})
+		}
 	}
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -298,7 +302,7 @@ func addTools(srv *mcp.Server, tools []tool, maxOutput int) error {
 			return res, err
 		}
 	})
-	return nil
+	return served, nil
 }
 
 // argsRefusal is the isError result for arguments that do not fit.
@@ -306,17 +310,42 @@ func argsRefusal(err error) *mcp.CallToolResult {
 	return refusal(codeBadArgs, err.Error(), false, nil)
 }
 
-// checkLimits checks the arguments against the input schema's limits
-// (minimum, maximum, enum, pattern, item counts), which the decoding in
-// checkArgs does not.
-func (t tool) checkLimits(rs *jsonschema.Resolved, raw json.RawMessage) error {
-	var v any = map[string]any{}
-	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return malformed("%s: the arguments are not a JSON object", t.name)
-		}
+// prepare generates t's input schema: it returns t with its arguments and
+// compiled check set, the schema as the tool declares it, and the schema
+// resolved for jsonschema-go's validator.
+func (t tool) prepare() (tool, map[string]any, *jsonschema.Resolved, error) {
+	schema, args, err := inputSchema(t.in)
+	if err != nil {
+		return t, nil, nil, fmt.Errorf("%s's input schema: %w", t.name, err)
 	}
-	if err := rs.Validate(v); err != nil {
+	t.args = args
+	in, err := schemaMap(schema)
+	if err != nil {
+		return t, nil, nil, fmt.Errorf("%s's input schema: %w", t.name, err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return t, nil, nil, fmt.Errorf("%s's input schema: %w", t.name, err)
+	}
+	if t.check, err = compileSchema(in); err != nil {
+		return t, nil, nil, fmt.Errorf("%s's input schema does not compile to a check: %w", t.name, err)
+	}
+	return t, in, resolved, nil
+}
+
+// checkLimits checks the arguments (decoded JSON) against the input
+// schema's limits (minimum, maximum, enum, pattern, item counts), which
+// the decoding in checkArgs does not. The compiled check passes a call
+// that fits; one it refuses is checked by jsonschema-go, whose error says
+// what does not fit (see check.go).
+func (t tool) checkLimits(rs *jsonschema.Resolved, args map[string]any) error {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if t.check != nil && t.check.ok(args) {
+		return nil
+	}
+	if err := rs.Validate(args); err != nil {
 		return malformed("%s: %s; see its input schema (it takes %s)", t.name, schemaProblem(err), t.takes())
 	}
 	return nil
@@ -429,19 +458,35 @@ func withOK(v any, ok bool) map[string]any {
 	return out
 }
 
-// cliAdvice matches the agentctl commands the daemon's messages advise.
-var cliAdvice = regexp.MustCompile("`?agentctl ([a-z]+)( list)?( --force)?( [a-z0-9][a-z0-9._-]*)?`?")
+// cliAdvice matches the agentctl commands the daemon's messages advise: a
+// verb (channel list is one), --force, a session's name, and the one
+// further argument the daemon's advice spells (send's --keys, wait's
+// --until and --ready, spawn's -- command).
+var cliAdvice = regexp.MustCompile("`?agentctl (channel list|[a-z]+)( --force)?( [a-z0-9][a-z0-9._-]*)?( --keys [a-z0-9+]+| --until \\.\\.\\.| --ready| -- [a-z0-9._-]+)?`?")
 
 // deskAdvice matches the agentctl desktop commands the daemon advises,
-// which the desktops, desktop_new and desktop_rm tools do.
-var deskAdvice = regexp.MustCompile("`?agentctl desktop (ls|new|rm( --force)?( [a-z0-9][a-z0-9._-]*)?)`?")
+// which the desktops, desktop_new and desktop_rm tools do. NAME is the
+// daemon's placeholder for any desktop's.
+var deskAdvice = regexp.MustCompile("`?agentctl desktop (ls|new|rm( --force)?( NAME| [a-z0-9][a-z0-9._-]*)?)`?")
 
 // toolVerbs are the agentctl verbs this server has a tool for.
-var toolVerbs = map[string]string{"stop": "stop", "rm": "rm", "status": "status", "send": "send", "spawn": "spawn",
-	"logs": "logs", "list": "list", "wait": "wait", "screenshot": "screenshot", "channel list": "channels"}
+var toolVerbs = map[string]string{"stop": "stop", "restart": "restart", "rm": "rm", "status": "status", "send": "send", "spawn": "spawn",
+	"logs": "logs", "list": "list", "wait": "wait", "screenshot": "screenshot", "channel list": "channels", "snapshot": "snapshot",
+	"ask": "ask", "resize": "resize"}
+
+// namelessVerbs take no session's name: the word after them is the
+// sentence's ("agentctl list shows the sessions").
+var namelessVerbs = map[string]bool{"list": true, "channel list": true, "screenshot": true}
+
+// cliVerbs are agentctl's other verbs, which have no tool here: advice to
+// run one becomes advice to ask the user. A word after "agentctl" that is
+// none of these ("run agentctl as that user") is not a command.
+var cliVerbs = map[string]bool{"attach": true, "approve": true, "deny": true, "reconcile": true, "diff": true, "record": true,
+	"view": true, "watch": true, "doctor": true, "install": true, "serve": true, "version": true, "desktop": true, "channel": true,
+	"mcp": true, "run": true, "signal": true, "kill": true}
 
 // forModels rewrites the daemon's advice for a person at a shell ("agentctl
-// rm x") into the tool that does it here, or, where no tool does, into
+// rm x") into the tool call that does it here, or, where no tool does, into
 // advice to ask the user: a model is never told to run what it cannot.
 func forModels(reason string) string {
 	if !strings.Contains(reason, "agentctl ") {
@@ -451,37 +496,55 @@ func forModels(reason string) string {
 		sm := deskAdvice.FindStringSubmatch(m)
 		verb, _, _ := strings.Cut(sm[1], " ")
 		tool := map[string]string{"ls": "desktops", "new": "desktop_new", "rm": "desktop_rm"}[verb]
-		var args []string
-		if name := strings.TrimSpace(sm[3]); name != "" {
-			args = append(args, fmt.Sprintf("name %q", name))
+		name := sm[3]
+		if name == " NAME" {
+			name = ""
 		}
-		if sm[2] != "" {
-			args = append(args, "force true")
-		}
-		if len(args) == 0 {
-			return "the " + tool + " tool"
-		}
-		return "the " + tool + " tool (" + strings.Join(args, ", ") + ")"
+		return toolAdvice(tool, name, sm[2] != "", "")
 	})
-	return cliAdvice.ReplaceAllStringFunc(reason, func(m string) string {
+	reason = cliAdvice.ReplaceAllStringFunc(reason, func(m string) string {
 		sm := cliAdvice.FindStringSubmatch(m)
-		verb := sm[1] + sm[2]
+		verb, force, name, more := sm[1], sm[2] != "", sm[3], sm[4]
 		tool, ok := toolVerbs[verb]
-		if !ok {
+		switch {
+		case !ok && !cliVerbs[verb]:
+			return m
+		case !ok:
 			return "(ask the user to run `" + strings.Trim(m, "`") + "`)"
+		case namelessVerbs[verb]:
+			return toolAdvice(tool, "", force, "") + name + more
 		}
-		var args []string
-		if name := strings.TrimSpace(sm[4]); name != "" {
-			args = append(args, fmt.Sprintf("name %q", name))
-		}
-		if sm[3] != "" {
-			args = append(args, "force true")
-		}
-		if len(args) == 0 {
-			return "the " + tool + " tool"
-		}
-		return "the " + tool + " tool (" + strings.Join(args, ", ") + ")"
+		return toolAdvice(tool, name, force, more)
 	})
+	// spawn's --desktop is the spawn tool's desktop argument.
+	return strings.ReplaceAll(reason, "spawn with --desktop new", `spawn with desktop "new"`)
+}
+
+// toolAdvice names the tool call that does what an agentctl command
+// would: "the rm tool (name \"x\", force true)". more is the command's
+// further argument as cliAdvice matched it, said as the tool's.
+func toolAdvice(tool, name string, force bool, more string) string {
+	var args []string
+	if name = strings.TrimSpace(name); name != "" {
+		args = append(args, fmt.Sprintf("name %q", name))
+	}
+	if force {
+		args = append(args, "force true")
+	}
+	switch more = strings.TrimSpace(more); {
+	case strings.HasPrefix(more, "--keys "):
+		args = append(args, fmt.Sprintf("keys [%q]", strings.TrimPrefix(more, "--keys ")))
+	case more == "--until ...":
+		args = append(args, "until: a regular expression its screen will show")
+	case more == "--ready":
+		args = append(args, "ready true")
+	case strings.HasPrefix(more, "-- "):
+		args = append(args, fmt.Sprintf("argv [%q]", strings.TrimPrefix(more, "-- ")))
+	}
+	if len(args) == 0 {
+		return "the " + tool + " tool"
+	}
+	return "the " + tool + " tool (" + strings.Join(args, ", ") + ")"
 }
 
 // capResult cuts a result to limit bytes of text: each text block, and the

@@ -89,7 +89,7 @@ func (sp space) toImage(p wire.Point) (x, y int, ok bool) {
 func (sp space) expand(actions []mcpAction) (out []wire.Action, origin []int, err error) {
 	for i, a := range actions {
 		n, kind := i+1, string(a.Kind)
-		w := a.Action
+		w := wire.Action(a.actionIn)
 		if a.X != nil && a.Y != nil {
 			x, y, err := sp.toScreen(n, kind, *a.X, *a.Y)
 			if err != nil {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -95,7 +93,7 @@ func TestLoopGuardRefusesTheFourthUnchangedRepeat(t *testing.T) {
 }
 
 func TestCheckArgsNamesWhatExists(t *testing.T) {
-	tl := tool{name: "demo", args: []arg{{"name", nil, true}, {"n", nil, false}}}
+	tl := tool{name: "demo", args: []arg{{"name", true}, {"n", false}}}
 	type in struct {
 		Name string `json:"name"`
 		N    int    `json:"n"`
@@ -116,7 +114,7 @@ func TestCheckArgsNamesWhatExists(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var v in
-		err := tl.checkArgs(json.RawMessage(tc.raw), &v)
+		_, err := tl.checkArgs(json.RawMessage(tc.raw), &v)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("checkArgs(%s) = %v, want nil", tc.raw, err)
@@ -178,14 +176,11 @@ func TestLimitsAreEnforcedWithPlainWords(t *testing.T) {
 			if tl.name != tc.tool {
 				continue
 			}
-			var s jsonschema.Schema
-			b, _ := json.Marshal(tl.inputSchema())
-			json.Unmarshal(b, &s)
-			rs, err := s.Resolve(nil)
+			tl, _, rs, err := tl.prepare()
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = tl.checkLimits(rs, json.RawMessage(tc.raw))
+			err = tl.checkLimits(rs, decodeArgs(t, []byte(tc.raw)))
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("%s %s: %v, want no error", tc.tool, tc.raw, err)

@@ -23,7 +23,7 @@ import (
 // Config is what one `agentctl mcp` runs with.
 type Config struct {
 	Socket string // agentd's socket
-	// Yes enables the acting tools (spawn, ask, send, stop, act). It comes
+	// Yes enables the acting tools (actingList). It comes
 	// from the command line in the user's MCP config, where a model cannot
 	// reach.
 	Yes bool
@@ -33,7 +33,19 @@ type Config struct {
 	Stdin     io.Reader
 	Stdout    io.Writer // the MCP protocol only
 	Stderr    io.Writer // diagnostics
+
+	// sdkOnly has the SDK serve every call (no fastTools), and onFast is
+	// called for each call served past it: for tests that hold the two
+	// paths to the same answers.
+	sdkOnly bool
+	onFast  func()
 }
+
+// fastTools are the tools whose calls the framing serves itself, past the
+// SDK's request handling (see lineTransport.fast): act, which a model's
+// loop sends most and which has no progress to report. Its answers are the
+// SDK path's (TestFastPathAnswersAsTheSDK).
+var fastTools = map[string]bool{"act": true}
 
 // Defaults the tools apply where the daemon's own would not suit a model.
 const (
@@ -114,6 +126,9 @@ func targetName(target string) string {
 // client goes away (stdin closes) or ctx ends. A daemon that cannot be
 // reached is said on stderr now and in every result until it can.
 func Run(ctx context.Context, cfg Config) error {
+	// Ends the state feed (resources.go) with the server.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	t := &tools{cfg: cfg}
 	defer t.close()
 	if c, err := t.conn(ctx); err != nil {
@@ -125,15 +140,42 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		fmt.Fprintf(cfg.Stderr, "agentctl mcp: serving agentd %s at %s; %s\n", h.Version, cfg.Socket, mode)
 	}
+	feed := &stateFeed{t: t, ctx: ctx, retry: time.Second}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd: agent sessions and the X11 screen", Version: buildinfo.Version},
-		&mcp.ServerOptions{Instructions: instructions(cfg.Yes)})
-	if err := addTools(srv, t.list(), cfg.MaxOutput); err != nil {
+		&mcp.ServerOptions{Instructions: instructions(cfg.Yes), SubscribeHandler: feed.subscribe, UnsubscribeHandler: feed.unsubscribe})
+	feed.srv = srv
+	served, err := addToolsServed(srv, t.list(), cfg.MaxOutput)
+	if err != nil {
 		return err
 	}
-	ss, err := srv.Connect(ctx, &lineTransport{r: cfg.Stdin, w: cfg.Stdout}, nil)
+	addSessionResources(srv, feed)
+	tr := &lineTransport{r: cfg.Stdin, w: cfg.Stdout, fastCtx: ctx}
+	if !cfg.sdkOnly {
+		tr.fast = func(name string) fastHandler {
+			h := served[name]
+			if !fastTools[name] || h == nil {
+				return nil
+			}
+			if cfg.onFast == nil {
+				return h
+			}
+			return func(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+				cfg.onFast()
+				return h(ctx, args)
+			}
+		}
+	}
+	ss, err := srv.Connect(ctx, tr, nil)
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
+	serve(ctx, ss)
+	return nil
+}
+
+// serve waits until the MCP client goes away (stdin closed) or ctx ends,
+// which closes the session.
+func serve(ctx context.Context, ss *mcp.ServerSession) {
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- ss.Wait() }()
 	select {
@@ -142,11 +184,10 @@ func Run(ctx context.Context, cfg Config) error {
 		<-waitErr
 	case <-waitErr:
 	}
-	return nil
 }
 
 // actingList names the tools --yes enables.
-const actingList = "spawn, ask, send, resize, stop, rm, push, act, desktop_new and desktop_rm"
+const actingList = "spawn, ask, send, resize, stop, restart, rm, push, act, desktop_new and desktop_rm"
 
 // instructions tell the model how the tools fit together.
 func instructions(yes bool) string {
@@ -154,7 +195,8 @@ func instructions(yes bool) string {
 		"Look before you act: list, status, snapshot and logs read sessions; screenshot and screen read the display. " +
 		"act's coordinates are pixels of the last screenshot this server returned to you (zoom looks closer without changing them). " +
 		"The screen tools act on the user's display unless given desktop, the name of an agent desktop (a private X display of your own: desktops lists them, desktop_new makes one); each target keeps its own last screenshot. " +
-		"A refused call is a tool error whose text says why and what to change."
+		"A refused call is a tool error whose text says why and what to change. " +
+		"The sessions are also resources (agentd://sessions, agentd://sessions/NAME): subscribe to them to hear when an agent starts working, waits, or needs approval or attention."
 	if !yes {
 		s += " This server was started read-only: " + actingList + " refuse until the user adds --yes to its command (agentctl mcp --yes)."
 	}
@@ -276,102 +318,8 @@ const desktopIs = "A desktop is an X display of an agent's own (a private Xvfb w
 	"the user does not see it, its pointer and keyboard are its own, and acting on it needs no consent per batch. " +
 	"desktops lists them, desktop_new makes one, spawn with desktop starts a program on one."
 
-// Schema pieces shared by several tools.
-var (
-	nameArg = arg{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
-		"description": "the session's name, as list shows it: lower-case letters, digits, '.', '_' and '-', at most 63 characters"}, true}
-	regionSchema = map[string]any{"type": "object", "additionalProperties": false,
-		"required": []string{"x", "y", "width", "height"},
-		"properties": map[string]any{
-			"x": map[string]any{"type": "integer", "minimum": 0}, "y": map[string]any{"type": "integer", "minimum": 0},
-			"width": map[string]any{"type": "integer", "minimum": 1}, "height": map[string]any{"type": "integer", "minimum": 1}},
-		"description": "a part of the screen, in physical screen pixels (see screen for the size); the whole screen when omitted"}
-	actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, duration, direction, amount, ms, application, uri"
-	desktopArg   = arg{"desktop", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
-		"description": "the target: an agent desktop's name, or omit it for the user's own display. " + desktopIs}, false}
-	timeoutArg = arg{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS,
-		"description": "give up after this many milliseconds (default 600000); the refusal then carries what was seen"}, false}
-)
-
-// actionKinds are act's kinds: the daemon's, and the computer-use actions
-// models are trained on, composed here from them.
-var actionKinds = []string{"click", "triple_click", "left_click_drag", "move", "down", "up", "type", "key", "hold_key", "key_down", "key_up", "scroll", "wait", "focus"}
-
-// The tools' inputs.
-type (
-	listIn struct {
-		Status []string `json:"status"`
-	}
-	nameIn struct {
-		Name string `json:"name"`
-	}
-	logsIn struct {
-		Name    string `json:"name"`
-		FromSeq uint64 `json:"from_seq"`
-		Since   string `json:"since"`
-		Tail    int    `json:"tail"`
-		Limit   int    `json:"limit"`
-		Plain   bool   `json:"plain"`
-	}
-	screenshotIn struct {
-		Desktop string       `json:"desktop"`
-		Region  *wire.Region `json:"region"`
-		Monitor *int         `json:"monitor"`
-		Format  string       `json:"format"`
-	}
-	// targetIn is the argument of a screen tool with nothing else: its
-	// target.
-	targetIn struct {
-		Desktop string `json:"desktop"`
-	}
-	desktopNewIn wire.DesktopNewParams
-	desktopRmIn  wire.DesktopRmParams
-	zoomIn       struct {
-		Desktop string  `json:"desktop"`
-		X       float64 `json:"x"`
-		Y       float64 `json:"y"`
-		Width   float64 `json:"width"`
-		Height  float64 `json:"height"`
-		Format  string  `json:"format"`
-	}
-	noIn    struct{}
-	spawnIn wire.SpawnParams
-	askIn   wire.AskParams
-	sendIn  wire.SendParams
-	stopIn  wire.StopParams
-	rmIn    wire.RmParams
-	waitIn  struct {
-		Name      string `json:"name"`
-		Text      string `json:"text"`
-		Until     string `json:"until"`
-		IdleMS    int64  `json:"idle_ms"`
-		Exit      bool   `json:"exit"`
-		TimeoutMS int64  `json:"timeout_ms"`
-	}
-	resizeIn wire.ResizeParams
-	pushIn   struct {
-		Session   string          `json:"session"`
-		ChannelID string          `json:"channel_id"`
-		Message   json.RawMessage `json:"message"`
-		Ack       bool            `json:"ack"`
-		TimeoutMS int64           `json:"timeout_ms"`
-	}
-	// mcpAction is one act action as a model writes it: the daemon's
-	// action, plus the end point of a left_click_drag and the seconds of
-	// a hold_key.
-	mcpAction struct {
-		wire.Action
-		ToX      *float64 `json:"to_x,omitempty"`
-		ToY      *float64 `json:"to_y,omitempty"`
-		Duration *float64 `json:"duration,omitempty"`
-	}
-	actIn struct {
-		Desktop  string      `json:"desktop"`
-		Actions  []mcpAction `json:"actions"`
-		Observe  *bool       `json:"observe"`
-		SettleMS *float64    `json:"settle_ms"`
-	}
-)
+// actionFields names an action's fields, for the message about an unknown one.
+var actionFields = "an action takes kind (" + strings.Join(actionKinds, ", ") + "), x, y, to_x, to_y, button, double, text, key, modifiers, duration, direction, amount, ms, application, uri"
 
 // The tools' structured results, where the contract has no type for them.
 type (
@@ -425,16 +373,9 @@ func (t *tools) list() []tool {
 	return []tool{
 		typedTool(tool{name: "list", readOnly: true, idempotent: true, out: typeOf[wire.ListResult](),
 			desc: "List agentd's sessions (programs running in terminals: shells, REPLs, coding agents) with their status, pid, command, age and how they ended. Start here.",
-			args: []arg{{"status", map[string]any{"type": "array", "items": map[string]any{"type": "string",
-				"enum": statusNames()},
-				"description": "only sessions in these statuses; all when omitted"}, false}},
 		}, func(ctx context.Context, in listIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.ListResult, error) {
-				p := wire.ListParams{}
-				for _, st := range in.Status {
-					p.Status = append(p.Status, wire.Status(st))
-				}
-				return c.List(ctx, p)
+				return c.List(ctx, wire.ListParams(in))
 			},
 				func(r *wire.ListResult) string {
 					if len(r.Sessions) == 0 {
@@ -449,13 +390,11 @@ func (t *tools) list() []tool {
 		}),
 		typedTool(tool{name: "status", readOnly: true, idempotent: true, out: typeOf[wire.SessionStatus](),
 			desc: "Everything about one session: status, what it allows now (ask, send, stop, ...), pids, terminal size, bytes recorded, asks answered, how it ended.",
-			args: []arg{nameArg},
 		}, func(ctx context.Context, in nameIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Status(ctx, in.Name) }, nil)
 		}),
 		typedTool(tool{name: "snapshot", readOnly: true, idempotent: true, out: typeOf[wire.SnapshotResult](),
 			desc: "The session's terminal screen as a person sees it now: its text lines, cursor position and size. The text is the answer's text content.",
-			args: []arg{nameArg},
 		}, func(ctx context.Context, in nameIn) *mcp.CallToolResult {
 			return call(ctx, t, func(c *wire.Client) (*wire.SnapshotResult, error) { return c.Snapshot(ctx, in.Name) },
 				func(r *wire.SnapshotResult) string {
@@ -466,12 +405,6 @@ func (t *tools) list() []tool {
 		typedTool(tool{name: "logs", readOnly: true, idempotent: true, out: typeOf[wire.LogsResult](),
 			desc: fmt.Sprintf("A session's event log from from_seq: output, input, asks, answers, resizes, signals, exit. At most limit events (default %d, at most 10000); "+
 				"continue with from_seq set to the answer's next_seq while more is true. plain gives output as the text a person saw (escape sequences applied).", logsDefaultLimit),
-			args: []arg{nameArg,
-				{"from_seq", map[string]any{"type": "integer", "minimum": 0, "description": "the first event's sequence number; 0 (default) is the oldest kept"}, false},
-				{"since", map[string]any{"type": "string", "description": "start at a seq (\"120\"), a duration ago (\"5m\") or a time (\"2026-11-30T20:00:00Z\")"}, false},
-				{"tail", map[string]any{"type": "integer", "minimum": 0, "description": "start at the last this many events"}, false},
-				{"plain", map[string]any{"type": "boolean", "description": "output as plain text lines, as a person saw it"}, false},
-				{"limit", map[string]any{"type": "integer", "minimum": 1, "maximum": 10000, "description": fmt.Sprintf("at most this many events (default %d)", logsDefaultLimit)}, false}},
 		}, func(ctx context.Context, in logsIn) *mcp.CallToolResult {
 			if in.Limit == 0 {
 				in.Limit = logsDefaultLimit
@@ -484,40 +417,23 @@ func (t *tools) list() []tool {
 			desc: "Wait until a session shows something, goes quiet, or exits, without typing anything: text (literal) or until (a regular expression, RE2) " +
 				"on its screen or new output, idle_ms of quiet, or exit; the first to hold ends it. Answers why it ended and the screen. " +
 				"Sends progress notifications (the screen's last lines) when the call has a progressToken; cancel it to stop waiting.",
-			args: []arg{nameArg,
-				{"text", map[string]any{"type": "string", "minLength": 1, "description": "end when this text appears (matched literally)"}, false},
-				{"until", map[string]any{"type": "string", "minLength": 1, "description": "end when this regular expression (RE2) matches the screen or new output"}, false},
-				{"idle_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "end once the session has printed nothing for this many milliseconds"}, false},
-				{"exit", map[string]any{"type": "boolean", "description": "end when the session's program exits"}, false},
-				timeoutArg},
 		}, t.wait),
 		typedTool(tool{name: "screenshot", readOnly: true, out: typeOf[shotOut](),
 			desc: fmt.Sprintf("Take a screenshot of the X11 screen, returned as an image scaled to fit %dx%d (XGA; a whole 1920x1080 screen comes back as 1024x576). "+
 				"The result's scale is image pixels per screen pixel and area is the part of the screen shown; pointer_in_image is the pointer in the image's pixels. "+
 				"act takes coordinates in the pixels of the last image this tool (or act) returned, so take one before acting.", modelMaxWidth, modelMaxHeight),
-			args: []arg{desktopArg, {"region", regionSchema, false},
-				{"monitor", map[string]any{"type": "integer", "minimum": 0, "description": "only this monitor (its index in screen's monitors); ignored with region"}, false},
-				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default, quality 80) or png (lossless, larger)"}, false}},
 		}, t.screenshot),
 		typedTool(tool{name: "zoom", readOnly: true, out: typeOf[shotOut](),
 			desc: "Look closer at part of the last screenshot: x, y, width and height are in that image's pixels, and the part comes back at up to the screen's own resolution " +
 				"(scaled into the same box as screenshot). act's coordinates stay those of the last screenshot: zoom does not change them.",
-			args: []arg{desktopArg,
-				{"x", map[string]any{"type": "number", "minimum": 0, "description": "left edge, in the last screenshot's pixels"}, true},
-				{"y", map[string]any{"type": "number", "minimum": 0, "description": "top edge, in the last screenshot's pixels"}, true},
-				{"width", map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "in the last screenshot's pixels"}, true},
-				{"height", map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "in the last screenshot's pixels"}, true},
-				{"format", map[string]any{"type": "string", "enum": []string{"jpeg", "png"}, "description": "jpeg (default) or png"}, false}},
 		}, t.zoom),
 		typedTool(tool{name: "cursor_position", readOnly: true, out: typeOf[cursorOut](),
 			desc: "Where the mouse pointer is now: in the last screenshot's pixels (the space act's x and y are in) and in screen pixels. " +
 				"With desktop, that desktop's own pointer and its last screenshot.",
-			args: []arg{desktopArg},
 		}, t.cursorPosition),
 		typedTool(tool{name: "screen", readOnly: true, idempotent: true, out: typeOf[wire.ScreenResult](),
 			desc: "Describe the display: size, monitors, keyboard layout, whether agentd allows acting on it, the kill switch, and which caller holds it now. " +
 				"With desktop, that desktop's.",
-			args: []arg{desktopArg},
 		}, func(ctx context.Context, in targetIn) *mcp.CallToolResult {
 			return deskCall(ctx, t, in.Desktop, func(c *wire.Client) (*wire.ScreenResult, error) {
 				return c.ScreenOf(ctx, wire.ScreenParams{Desktop: in.Desktop})
@@ -551,40 +467,22 @@ func (t *tools) list() []tool {
 
 		typedTool(tool{name: "spawn", openWorld: true, out: typeOf[wire.SessionStatus](),
 			desc: acting("Start a program in a new session: a named pseudo-terminal that agentd keeps running and records. Answers the session's status."),
-			args: []arg{nameArg,
-				{"argv", map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"},
-					"description": "the program and its arguments, e.g. [\"bash\"] or [\"python3\", \"-q\"]; no shell is involved"}, true},
-				{"cwd", map[string]any{"type": "string", "description": "working directory, absolute; the user's home when omitted"}, false},
-				{"env", map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "variables added to the program's environment"}, false},
-				{"cols", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal columns (default 120)"}, false},
-				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "terminal rows (default 40)"}, false},
-				{"desktop", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
-					"description": "start the program on this agent desktop (it gets its DISPLAY and XAUTHORITY), or \"new\" for a desktop made for this session and removed with it. " + desktopIs}, false},
-				{"keep_desktop", map[string]any{"type": "boolean", "description": "with desktop \"new\": keep the desktop when the session ends"}, false}},
 		}, func(ctx context.Context, in spawnIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "spawn"); r != nil {
 				return r
 			}
-			return deskCall(ctx, t, in.Desktop, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Spawn(ctx, wire.SpawnParams(in)) }, nil)
+			return deskCall(ctx, t, in.Desktop, func(c *wire.Client) (*wire.SessionStatus, error) {
+				return c.Spawn(ctx, wire.SpawnParams{Name: in.Name, Argv: in.Argv, Cwd: in.Cwd, Env: in.Env, Cols: in.Cols, Rows: in.Rows, Desktop: in.Desktop, KeepDesktop: in.KeepDesktop})
+			}, nil)
 		}),
 		typedTool(tool{name: "ask", destructive: true, openWorld: true, out: typeOf[wire.AskResult](),
 			desc: acting("Type a question into a running session (waiting for its prompt, pressing Enter) and answer what the program printed in reply, " +
 				"read from its screen until the prompt is back and quiet. The answer is the text content. Text at most 64 KiB; by default it waits up to 10 minutes. " +
 				"Sends progress notifications (what the session shows so far) when the call has a progressToken; cancelling the call cancels the ask in agentd."),
-			args: []arg{nameArg,
-				{"text", map[string]any{"type": "string", "minLength": 1, "maxLength": 65536, "description": "the question or command, without a trailing newline; at most 64 KiB"}, true},
-				timeoutArg,
-				{"idle_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "end once the program has been quiet this many milliseconds after it started answering"}, false},
-				{"until", map[string]any{"type": "string", "description": "end when this regular expression (RE2) matches the new output or the screen"}, false},
-				{"lock_timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "wait this long for another ask on the same session"}, false},
-				{"via", map[string]any{"type": "string", "enum": []string{"auto", "pty", "channel"}, "description": "auto (default): the session's channel when one is bound, else the terminal"}, false}},
 		}, t.ask),
 		typedTool(tool{name: "send", destructive: true, openWorld: true, out: typeOf[sentOut](),
 			desc: acting("Send input to a running session without waiting for an answer: text exactly as typed (\\n is Enter), or keys by name. Give text, keys, or both (the text first, in one write). " +
 				"Key names: enter, esc, tab, up, down, left, right, home, end, pageup, pagedown, backspace, delete, space, ctrl+<letter>, alt+<key>, f1 to f12."),
-			args: []arg{nameArg,
-				{"text", map[string]any{"type": "string", "maxLength": 65536, "description": "text to type, at most 64 KiB; \\n is Enter"}, false},
-				{"keys", map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}, "description": "key names pressed in order, e.g. [\"ctrl+c\"] or [\"up\", \"enter\"]"}, false}},
 		}, func(ctx context.Context, in sendIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "send"); r != nil {
 				return r
@@ -595,9 +493,6 @@ func (t *tools) list() []tool {
 		}),
 		typedTool(tool{name: "resize", idempotent: true, out: typeOf[resizeOut](),
 			desc: acting("Change a running session's terminal size (the program gets SIGWINCH), e.g. wider for a program whose lines wrap."),
-			args: []arg{nameArg,
-				{"cols", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "columns"}, true},
-				{"rows", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "description": "rows"}, true}},
 		}, func(ctx context.Context, in resizeIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "resize"); r != nil {
 				return r
@@ -608,20 +503,31 @@ func (t *tools) list() []tool {
 		}),
 		typedTool(tool{name: "stop", destructive: true, idempotent: true, out: typeOf[wire.ExitResult](),
 			desc: acting("End a session's program: a signal (default TERM) to its process group, then KILL after grace_ms (default 5000). Answers how it ended. The session's record stays (rm removes it)."),
-			args: []arg{nameArg,
-				{"signal", map[string]any{"type": "string", "enum": []string{"TERM", "INT", "HUP", "QUIT", "KILL"}, "description": "the first signal (default TERM)"}, false},
-				{"grace_ms", map[string]any{"type": "integer", "minimum": 0, "maximum": wire.MaxDurationMS, "description": "milliseconds before KILL follows (default 5000)"}, false},
-				{"force", map[string]any{"type": "boolean", "description": "also end a session whose worker does not answer (unresponsive or broken)"}, false}},
 		}, func(ctx context.Context, in stopIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "stop"); r != nil {
 				return r
 			}
 			return call(ctx, t, func(c *wire.Client) (*wire.ExitResult, error) { return c.Stop(ctx, wire.StopParams(in)) }, nil)
 		}),
+		typedTool(tool{name: "restart", destructive: true, openWorld: true, out: typeOf[wire.SessionStatus](),
+			desc: acting("Start an ended session's program again: the same command, directory, environment and size, its log going on after a restarted record. " +
+				"Claude Code, Codex and Gemini CLI come back on their last conversation (resume_id in the answer says which). " +
+				"A running session is refused unless force, which stops it first. Answers the session's status."),
+		}, func(ctx context.Context, in restartIn) *mcp.CallToolResult {
+			if r := t.gate(ctx, "restart"); r != nil {
+				return r
+			}
+			return call(ctx, t, func(c *wire.Client) (*wire.SessionStatus, error) { return c.Restart(ctx, wire.RestartParams(in)) },
+				func(s *wire.SessionStatus) string {
+					how := ""
+					if s.ResumeID != "" {
+						how = fmt.Sprintf(", resumed %s conversation %s", s.Agent, s.ResumeID)
+					}
+					return fmt.Sprintf("%s %s (pid %d, restart %d%s)", s.Name, s.Status, s.ProgramPID, s.Restarts, how)
+				})
+		}),
 		typedTool(tool{name: "rm", destructive: true, idempotent: true, out: typeOf[wire.RmResult](),
 			desc: acting("Remove an ended session and its files (its log and recording are gone after this). force stops a running one first."),
-			args: []arg{nameArg,
-				{"force", map[string]any{"type": "boolean", "description": "stop the session first if it still runs"}, false}},
 		}, func(ctx context.Context, in rmIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "rm"); r != nil {
 				return r
@@ -629,15 +535,9 @@ func (t *tools) list() []tool {
 			return call(ctx, t, func(c *wire.Client) (*wire.RmResult, error) { return c.Rm(ctx, wire.RmParams(in)) },
 				func(r *wire.RmResult) string { return "removed " + r.Name })
 		}),
-		typedTool(tool{name: "push", out: typeOf[wire.PushResult](),
+		typedTool(tool{name: "push", openWorld: true, out: typeOf[wire.PushResult](),
 			desc: acting("Push a message into a channel: to the Claude Code session bound to it (it arrives there as a channel event). " +
 				"Name the session or the channel_id (see channels). A string message arrives as its text; any other JSON as its JSON."),
-			args: []arg{
-				{"session", map[string]any{"type": "string", "description": "the session whose channel gets it"}, false},
-				{"channel_id", map[string]any{"type": "string", "description": "the channel, as channels lists it"}, false},
-				{"message", map[string]any{"description": "the message: a string, or any JSON value (at most 64 KiB)"}, true},
-				{"ack", map[string]any{"type": "boolean", "description": "wait until the listener has taken it"}, false},
-				{"timeout_ms", map[string]any{"type": "integer", "minimum": 1, "maximum": wire.MaxDurationMS, "description": "with ack: give up after this long (default 30000)"}, false}},
 		}, func(ctx context.Context, in pushIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "push"); r != nil {
 				return r
@@ -664,27 +564,18 @@ func (t *tools) list() []tool {
 				"The waits and hold_key durations of one batch may add up to %d s at most (the batch's time budget for waiting). Whatever a batch holds is released when it ends, however it ends. "+
 				"If the screen does not change after the same batch three times in a row, the fourth is refused (counted per display): look again or change approach. "+
 				"The user can stop a batch by pushing the pointer into a screen corner; cancelling the call stops it too.", wire.MaxActions, wire.MaxTypedChars, waitBudgetMS/1000)),
-			args: []arg{desktopArg,
-				{"actions", map[string]any{"type": "array", "minItems": 1, "maxItems": wire.MaxActions, "items": actionSchema(),
-					"description": "the actions, run in order"}, true},
-				{"observe", map[string]any{"type": "boolean", "description": "return a screenshot after the batch (default true)"}, false},
-				{"settle_ms", map[string]any{"type": "number", "minimum": 0, "maximum": 5000, "description": "milliseconds to wait before that screenshot (default 300)"}, false}},
 		}, t.act),
 		typedTool(tool{name: "desktop_new", out: typeOf[wire.DesktopRow](),
 			desc: acting("Make an agent desktop and answer once it can be screenshot (well under a second). " + desktopIs +
 				" Then give its name as the desktop argument of screenshot, act, spawn and the other screen tools; desktop_rm ends it. " +
 				"agentd must allow desktops (desktops = true in its config)."),
-			args: []arg{
-				{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$", "not": map[string]any{"const": "new"},
-					"description": "its name: lower-case letters, digits, '.', '_' and '-', at most 63 (not \"new\"); desktop-N when omitted"}, false},
-				{"size", map[string]any{"type": "string", "pattern": "^[0-9]{3,4}x[0-9]{3,4}$", "description": "WIDTHxHEIGHT, each side 320 to 7680 (default 1280x800)"}, false},
-				{"wm", map[string]any{"type": "string", "enum": []string{wire.WMOpenbox, wire.WMNone}, "description": "window manager: openbox (default) or none"}, false},
-				{"layout", map[string]any{"type": "string", "minLength": 1, "description": "XKB keyboard layout, e.g. us (default), de, fr"}, false}},
 		}, func(ctx context.Context, in desktopNewIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "desktop_new"); r != nil {
 				return r
 			}
-			return deskCall(ctx, t, "", func(c *wire.Client) (*wire.DesktopRow, error) { return c.DesktopNew(ctx, wire.DesktopNewParams(in)) },
+			return deskCall(ctx, t, "", func(c *wire.Client) (*wire.DesktopRow, error) {
+				return c.DesktopNew(ctx, wire.DesktopNewParams{Name: in.Name, Size: in.Size, WM: in.WM, Layout: in.Layout})
+			},
 				func(d *wire.DesktopRow) string {
 					return fmt.Sprintf("desktop %s is running: display %s, %dx%d, wm %s, layout %s. Give desktop %q to screenshot, act or spawn.",
 						d.Name, d.Display, d.Width, d.Height, d.WM, d.Layout, d.Name)
@@ -693,8 +584,6 @@ func (t *tools) list() []tool {
 		typedTool(tool{name: "desktop_rm", destructive: true, idempotent: true, out: typeOf[desktopRmOut](),
 			desc: acting("End an agent desktop: its X server, window manager and every program on it, and remove its files. " +
 				"Refused while a batch runs on it unless force."),
-			args: []arg{{"name", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$", "description": "the desktop's name, as desktops lists it"}, true},
-				{"force", map[string]any{"type": "boolean", "description": "remove it even while a batch runs on it (the batch fails)"}, false}},
 		}, func(ctx context.Context, in desktopRmIn) *mcp.CallToolResult {
 			if r := t.gate(ctx, "desktop_rm"); r != nil {
 				return r
@@ -757,30 +646,6 @@ func (t *tools) deskMissing(ctx context.Context, desktop string) *mcp.CallToolRe
 	return nil
 }
 
-// actionSchema is the schema of one act action.
-func actionSchema() map[string]any {
-	num := func(desc string) map[string]any { return map[string]any{"type": "number", "description": desc} }
-	return map[string]any{"type": "object", "additionalProperties": false, "required": []string{"kind"},
-		"properties": map[string]any{
-			"kind":        map[string]any{"type": "string", "enum": actionKinds},
-			"x":           num("pixels from the left of the last screenshot"),
-			"y":           num("pixels from the top of the last screenshot"),
-			"to_x":        num("left_click_drag: where to release, pixels from the left of the last screenshot"),
-			"to_y":        num("left_click_drag: where to release, pixels from the top of the last screenshot"),
-			"button":      map[string]any{"type": "string", "enum": []string{"left", "right", "middle"}, "description": "default left"},
-			"double":      map[string]any{"type": "boolean", "description": "click: a double click (counts as two actions)"},
-			"text":        map[string]any{"type": "string", "description": "type: the text; \\n is Enter, \\t is Tab"},
-			"key":         map[string]any{"type": "string", "description": "key, hold_key, key_down, key_up: a name such as enter, esc, tab, backspace, delete, space, up, pageup, f5, a single character, or a chord such as ctrl+shift+t; key_down and key_up also take a modifier alone (shift, ctrl, alt, super)"},
-			"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"ctrl", "alt", "shift", "super", "cmd", "meta", "win", "option"}}, "description": "modifiers held with a key, hold_key, key_down or key_up, or during a click, triple_click, left_click_drag, down, up or scroll, e.g. [\"shift\"]"},
-			"duration":    map[string]any{"type": "number", "exclusiveMinimum": 0, "description": fmt.Sprintf("hold_key: seconds to hold the key, e.g. 1.5; with the batch's waits at most %d s", waitBudgetMS/1000)},
-			"direction":   map[string]any{"type": "string", "enum": []string{"up", "down", "left", "right"}},
-			"amount":      map[string]any{"type": "number", "minimum": 1, "maximum": 20, "description": "scroll: steps, 1 to 20 (default 3)"},
-			"ms":          map[string]any{"type": "number", "minimum": 0, "maximum": 5000, "description": "wait: milliseconds, at most 5000 (default 350)"},
-			"application": map[string]any{"type": "string", "description": "focus: the window's application name or title"},
-			"uri":         map[string]any{"type": "string", "description": "focus: optional document or URL the window shows"},
-		}}
-}
-
 // gate refuses an acting tool on a server started without --yes.
 func (t *tools) gate(ctx context.Context, name string) *mcp.CallToolResult {
 	if t.cfg.Yes {
@@ -801,7 +666,7 @@ func (t *tools) daemonDown(ctx context.Context) string {
 // modelShot completes screenshot params for a model: JPEG unless PNG is
 // asked for, scaled into the model box.
 func (t *tools) modelShot(ctx context.Context, c *wire.Client, in screenshotIn) (wire.ScreenshotParams, error) {
-	p := wire.ScreenshotParams{Desktop: in.Desktop, Format: "jpeg", Region: in.Region, Monitor: in.Monitor}
+	p := wire.ScreenshotParams{Desktop: in.Desktop, Format: "jpeg", Region: (*wire.Region)(in.Region), Monitor: in.Monitor}
 	if in.Format == "png" {
 		p.Format = "png"
 	} else if in.Format != "" && in.Format != "jpeg" {
@@ -934,7 +799,7 @@ func (t *tools) zoom(ctx context.Context, in zoomIn) *mcp.CallToolResult {
 	if err != nil {
 		return failure(err)
 	}
-	p, err := t.modelShot(ctx, c, screenshotIn{Desktop: in.Desktop, Region: region, Format: in.Format})
+	p, err := t.modelShot(ctx, c, screenshotIn{targetIn: in.targetIn, Region: (*regionIn)(region), Format: in.Format})
 	if err != nil {
 		return deskHint(failure(err), in.Desktop)
 	}
@@ -1056,15 +921,15 @@ func (t *tools) ask(ctx context.Context, in askIn) *mcp.CallToolResult {
 }
 
 func (t *tools) wait(ctx context.Context, in waitIn) *mcp.CallToolResult {
-	p := wire.WaitParams{Name: in.Name, Until: in.Until, IdleMS: in.IdleMS, Exit: in.Exit, TimeoutMS: in.TimeoutMS}
+	p := wire.WaitParams{Name: in.Name, Until: in.Until, IdleMS: in.IdleMS, Exit: in.Exit, Ready: in.Ready, States: in.States, TimeoutMS: in.TimeoutMS}
 	switch {
 	case in.Text != "" && in.Until != "":
 		return argsRefusal(malformed("wait: give text (literal) or until (a regular expression), not both"))
 	case in.Text != "":
 		p.Until = regexp.QuoteMeta(in.Text)
 	}
-	if p.Until == "" && p.IdleMS == 0 && !p.Exit {
-		return argsRefusal(malformed("wait: say what to wait for: text, until, idle_ms or exit (any of them; the first to hold ends the wait)"))
+	if p.Until == "" && p.IdleMS == 0 && !p.Exit && !p.Ready && len(p.States) == 0 {
+		return argsRefusal(malformed("wait: say what to wait for: text, until, idle_ms, ready, states or exit (any of them; the first to hold ends the wait)"))
 	}
 	stop := t.progress(ctx, "waiting on", in.Name)
 	defer stop()
@@ -1150,7 +1015,7 @@ func (t *tools) act(ctx context.Context, in actIn) *mcp.CallToolResult {
 	observe := in.Observe == nil || *in.Observe
 	if observe {
 		if seen == nil {
-			if shot, err = t.modelShot(ctx, c, screenshotIn{Desktop: in.Desktop}); err != nil {
+			if shot, err = t.modelShot(ctx, c, screenshotIn{targetIn: in.targetIn}); err != nil {
 				return deskHint(failure(err), in.Desktop)
 			}
 		}
@@ -1288,14 +1153,4 @@ func withoutImage(err error) error {
 	}
 	ar.Observation.Image = nil
 	return we.WithDetails(ar)
-}
-
-// statusNames is every session status, for the list tool's schema; from
-// the contract, so a new status is offered at once.
-func statusNames() []string {
-	names := make([]string, len(wire.Statuses))
-	for i, st := range wire.Statuses {
-		names[i] = string(st)
-	}
-	return names
 }

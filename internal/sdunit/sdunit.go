@@ -389,26 +389,26 @@ func isUnitExists(err error) bool {
 	return false
 }
 
+// activeState is unit name's ActiveState ("" when systemd does not say).
 func activeState(ctx context.Context, c *sddbus.Conn, name string) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	p, err := c.GetUnitPropertyContext(ctx, name, "ActiveState")
-	if err != nil {
-		return ""
-	}
-	s, _ := p.Value.Value().(string)
-	return s
+	return property[string](ctx, c.GetUnitPropertyContext, name, "ActiveState")
 }
 
+// mainPID is service name's MainPID (0 when systemd does not say).
 func mainPID(ctx context.Context, c *sddbus.Conn, name string) int {
+	return int(property[uint32](ctx, c.GetServicePropertyContext, name, "MainPID"))
+}
+
+// property reads one property of unit name with get, waiting 5 s at the
+// most; the zero value when it cannot be read or is not a T.
+func property[T any](ctx context.Context, get func(context.Context, string, string) (*sddbus.Property, error), name, prop string) T {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	p, err := c.GetServicePropertyContext(ctx, name, "MainPID")
-	if err != nil {
-		return 0
+	var v T
+	if p, err := get(ctx, name, prop); err == nil {
+		v, _ = p.Value.Value().(T)
 	}
-	v, _ := p.Value.Value().(uint32)
-	return int(v)
+	return v
 }
 
 // unitEnv is the worker's environment as the unit's Environment=: without

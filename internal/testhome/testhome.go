@@ -172,6 +172,11 @@ func Enter() (string, error) {
 	// The runtime directory is the test's own business (each daemon test
 	// makes one); one inherited from the person's session is theirs.
 	os.Unsetenv("XDG_RUNTIME_DIR")
+	// So is the session bus: a daemon under test shows desktop
+	// notifications on it (notifications = true by default), which must
+	// never reach the person's desktop. Tests of notifications start a
+	// bus of their own.
+	os.Unsetenv("DBUS_SESSION_BUS_ADDRESS")
 	os.Setenv("HISTFILE", filepath.Join(root, "home", ".bash_history"))
 	os.Setenv(RootEnv, root)
 	return root, nil

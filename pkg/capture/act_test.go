@@ -488,3 +488,78 @@ func TestAuditLogRefusesALink(t *testing.T) {
 		t.Fatal("New accepted an audit log that is a symbolic link")
 	}
 }
+
+// TestAMoveCostsOneRoundTrip: each move of a batch costs one X round trip,
+// the kill switch's pointer query, which also settles the move before it;
+// the batch adds two (the screen's size before, a sync after). A sync per
+// action would double what 96 moves take.
+func TestAMoveCostsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	var acts []RawAction
+	for i := range 24 {
+		acts = append(acts, RawAction{Kind: "move", X: ptr(float64(100 + 10*i)), Y: ptr(float64(100 + 5*i))})
+	}
+	x, err := s.conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := x.sock.roundTrips()
+	if _, err := s.Act(ctxT(t), ActRequest{Actions: acts, Observe: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.sock.roundTrips() - before; got > 24+2 {
+		t.Errorf("a batch of 24 moves made %d X round trips, want at most 26 (one per move, two for the batch)", got)
+	}
+	if x, y := pointerByXdotool(t, srv); x != 330 || y != 215 {
+		t.Errorf("pointer after the batch: got %d,%d, want 330,215", x, y)
+	}
+}
+
+// TestAHeldMoveIsNotLate: a move goes out with the kill switch's query
+// before the next action (xsock.hold), so a move followed by a wait has
+// moved the pointer while the wait runs, not after it; and a batch
+// cancelled during that wait leaves nothing held back.
+func TestAHeldMoveIsNotLate(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Act(ctx, ActRequest{Actions: []RawAction{
+			{Kind: "move", X: ptr(211.0), Y: ptr(307.0)},
+			// Waits longer than any look below, ended by the cancel.
+			{Kind: "wait", MS: ptr(5000.0)}, {Kind: "wait", MS: ptr(5000.0)}, {Kind: "wait", MS: ptr(5000.0)},
+		}, Observe: ptr(false)})
+		done <- err
+	}()
+	await(t, 5*time.Second, "the pointer at 211,307 during the wait", func() bool {
+		x, y := pointerByXdotool(t, srv)
+		return x == 211 && y == 307
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled batch ended with %v, want context.Canceled", err)
+	}
+	x, err := s.conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.sock.mu.Lock()
+	held, holding := len(x.sock.held), x.sock.holdNext
+	x.sock.mu.Unlock()
+	if held > 0 || holding {
+		t.Errorf("after the batch: %d bytes held back, a hold pending %v; want none", held, holding)
+	}
+	// The next batch's first request is not held either.
+	res, err := s.Act(ctxT(t), ActRequest{Actions: []RawAction{{Kind: "move", X: ptr(5.0), Y: ptr(600.0)}}, Observe: ptr(false)})
+	if err != nil || res.ActionsRun != 1 {
+		t.Fatalf("next batch: %v", err)
+	}
+	if x, y := pointerByXdotool(t, srv); x != 5 || y != 600 {
+		t.Errorf("pointer after the next batch: got %d,%d, want 5,600", x, y)
+	}
+}

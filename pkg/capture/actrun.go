@@ -126,6 +126,9 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 		}
 		return fmt.Errorf("%w: acting is disabled; start agentd with --allow-act or set allow_act = true in config.toml", ErrRefused)
 	}
+	if err := s.leaseRefusal(); err != nil {
+		return err
+	}
 	x, err := s.conn()
 	if err != nil {
 		return err
@@ -159,9 +162,14 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	defer endLocked(nil)
 	stopWatch := context.AfterFunc(s.life, func() { endLocked(errScreenClosed) })
 	defer stopWatch()
+	// A lease taken while the batch waits or runs stops it (lease.go).
+	defer s.trackBatch(endLocked)()
 	if err := s.desk.acquire(lctx, req.Caller, max(timeout, 0)); err != nil {
 		if errors.Is(context.Cause(lctx), errScreenClosed) {
 			return fmt.Errorf("%w: %s while the batch waited for it", ErrUnavailable, s.closedWhy())
+		}
+		if t := takenOverCause(lctx); t != nil {
+			return s.takenOverError(t, " while the batch waited for the screen")
 		}
 		return err
 	}
@@ -172,6 +180,7 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	defer x.guard(bctx, hungGrace)()
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
 	err = r.run(batch, res)
+	x.sock.flush() // a motion held for a query the batch stopped before
 	r.in.releaseAll()
 	if cerr := r.in.resumeCapsLock(); err == nil {
 		err = cerr
@@ -273,13 +282,15 @@ func inCorner(p image.Point, r image.Rectangle) bool {
 
 // killSwitch returns ErrRefused when the person pushed the pointer into a
 // corner.
-func (r *batchRun) killSwitch(where string) error {
+// where says when the switch was checked (before which action), for the
+// refusal only: it is worded only when the switch stops the batch.
+func (r *batchRun) killSwitch(where func() string) error {
 	if r.s.person != nil {
 		// An agent's desktop has no person's hand on it: the switch is
 		// the person's screen's.
 		if r.s.person.cornered() {
 			return fmt.Errorf("%w: the kill switch stopped the batch on desktop %s %s: the pointer was pushed into a corner of the person's screen; move it away from the corners to act again",
-				ErrRefused, r.s.desktop, where)
+				ErrRefused, r.s.desktop, where())
 		}
 		return nil
 	}
@@ -289,13 +300,13 @@ func (r *batchRun) killSwitch(where string) error {
 	}
 	if inCorner(p, r.screen) && !r.s.placed.is(p) {
 		return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
-			ErrRefused, where, p.X, p.Y)
+			ErrRefused, where(), p.X, p.Y)
 	}
 	return nil
 }
 
 // stop is checked before every action and often during long ones.
-func (r *batchRun) stop(where string) error {
+func (r *batchRun) stop(where func() string) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -310,6 +321,9 @@ func (r *batchRun) explain(err error) error {
 	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errScreenClosed) {
 		return fmt.Errorf("%w: %s during action %d", ErrUnavailable, r.s.closedWhy(), r.number)
 	}
+	if t := takenOverCause(r.ctx); t != nil {
+		return r.s.takenOverError(t, fmt.Sprintf(" during action %d, which stopped the batch", r.number))
+	}
 	if r.ctx.Err() != nil && errors.Is(context.Cause(r.ctx), errBudget) {
 		return fmt.Errorf("%w: the batch ran past its time budget at action %d; split it into smaller batches", ErrTimeout, r.number)
 	}
@@ -321,15 +335,21 @@ func (r *batchRun) explain(err error) error {
 
 func (r *batchRun) run(b *Batch, res *ActResult) error {
 	r.number = 1
-	if err := r.stop("before action 1"); err != nil {
+	if err := r.stop(func() string { return "before action 1" }); err != nil {
 		return err
 	}
 	for i, a := range b.Actions {
 		r.number = a.Number
 		if i > 0 {
-			if err := r.stop(fmt.Sprintf("before action %d (%s)", a.Number, a.Kind)); err != nil {
+			if err := r.stop(func() string { return fmt.Sprintf("before action %d (%s)", a.Number, a.Kind) }); err != nil {
 				return err
 			}
+		}
+		if a.Kind == KindMove && i+1 < len(b.Actions) && r.s.person == nil {
+			// The query before the next action goes out with this
+			// motion (xsock.hold). On a desktop the kill switch is the
+			// person's screen's, so no query follows on this connection.
+			r.x.sock.hold()
 		}
 		if err := r.do(a); err != nil {
 			if errors.Is(err, ErrRefused) || errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -384,7 +404,7 @@ func (r *batchRun) do(a Action) error {
 			return err
 		}
 		where := fmt.Sprintf("during action %d (type)", a.Number)
-		return in.typeText(a.Text, func() error { return r.stop(where) })
+		return in.typeText(a.Text, func() error { return r.stop(func() string { return where }) })
 	case KindKey:
 		if err := in.suspendCapsLock(); err != nil {
 			return err
@@ -464,7 +484,7 @@ func (r *batchRun) sleep(d time.Duration, number int) error {
 			return r.ctx.Err()
 		case <-t.C:
 		}
-		if err := r.killSwitch(where); err != nil {
+		if err := r.killSwitch(func() string { return where }); err != nil {
 			return err
 		}
 	}

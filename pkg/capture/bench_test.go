@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/xgb/shm"
 	"github.com/BurntSushi/xgb/xproto"
+	"github.com/BurntSushi/xgb/xtest"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/internal/xvfbtest"
@@ -22,6 +23,62 @@ func benchScreen(b *testing.B) (*xvfbtest.Server, *Screen) {
 	newPainter(b, srv).busy(b, 1920, 1080)
 	s := newScreen(b, srv, true)
 	return srv, s
+}
+
+// BenchmarkMoves96 moves the pointer 96 times as four unobserved batches
+// of 24, the daemon's part of test/'s BenchmarkMoves96OneConnection.
+// Reported: the time and the X round trips per move (the batch's own
+// included: its screen size and its last sync).
+func BenchmarkMoves96(b *testing.B) {
+	srv, s := benchScreen(b)
+	var batches []ActRequest
+	for k := range 4 {
+		var acts []RawAction
+		for i := range 24 {
+			acts = append(acts, RawAction{Kind: "move", X: ptr(float64(100 + 10*i + k)), Y: ptr(float64(100 + 5*i))})
+		}
+		batches = append(batches, ActRequest{Actions: acts, Observe: ptr(false)})
+	}
+	b.Run("ours", func(b *testing.B) {
+		x, err := s.conn()
+		if err != nil {
+			b.Fatal(err)
+		}
+		trips := x.sock.roundTrips()
+		ctx := ctxT(b)
+		for b.Loop() {
+			for _, req := range batches {
+				if _, err := s.Act(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*96), "µs/move")
+		b.ReportMetric(float64(x.sock.roundTrips()-trips)/float64(b.N*96), "roundtrips/move")
+	})
+	// The floor: a bare xgb loop of what a move must do, a pointer query
+	// (the kill switch) and the fake motion, over a connection of its own.
+	b.Run("bare-xgb", func(b *testing.B) {
+		x, err := dialX(srv.Display)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer x.close()
+		for b.Loop() {
+			for k := range 4 {
+				for i := range 24 {
+					if _, err := xproto.QueryPointer(x.c, x.root).Reply(); err != nil {
+						b.Fatal(err)
+					}
+					xtest.FakeInput(x.c, evMotionNotify, 0, 0, x.root, int16(100+10*i+k), int16(100+5*i), 0)
+				}
+				if _, err := xproto.GetInputFocus(x.c).Reply(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*96), "µs/move")
+	})
 }
 
 // BenchmarkCapture compares this package's raw capture with a bare xgb

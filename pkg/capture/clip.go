@@ -9,6 +9,8 @@ import (
 
 	"github.com/BurntSushi/xgb"
 	"github.com/BurntSushi/xgb/xproto"
+
+	"github.com/agentd/agentd/internal/xselection"
 )
 
 // The clipboard of a Screen's display: the CLIPBOARD selection as UTF-8
@@ -16,7 +18,9 @@ import (
 // connection of its own whose loop answers the requests of programs that
 // paste, until another program takes the selection or the Screen closes.
 // The text lives in agentd, as a clipboard lives in the program that
-// copied: it is gone when agentd stops. Only lengths reach the audit log.
+// copied: it is gone when agentd stops. A desktop's Screen hands it to its
+// ClipOwner instead (the desktop's worker), so it lives as long as the
+// desktop. Only lengths reach the audit log.
 
 // clipWait bounds a read of the clipboard: the owner must answer a
 // conversion; a live program does so at once.
@@ -24,14 +28,13 @@ const clipWait = 3 * time.Second
 
 // clipboard is a Screen's selection connection.
 type clipboard struct {
-	c    *xgb.Conn
-	sock *xsock
-	win  xproto.Window
-	a    struct{ clipboard, targets, utf8, text, prop, incr xproto.Atom }
+	c          *xgb.Conn
+	sock       *xsock
+	win        xproto.Window
+	owner      *xselection.Owner
+	prop, incr xproto.Atom // where a read's conversion lands; INCR, a transfer too large to read
 
 	mu     sync.Mutex
-	text   []byte
-	owning bool
 	notify chan xproto.SelectionNotifyEvent // a get waiting for its answer
 	done   chan struct{}                    // closed when the loop ends
 }
@@ -59,16 +62,9 @@ func openClipboard(display, authority string) (*clipboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := net.DialTimeout(network, addr, dialTimeout)
+	c, sock, err := dialXSock(display, network, addr, num, authority)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no X server at DISPLAY %s: %v", ErrUnavailable, display, err)
-	}
-	name, cookie := xauthCookieFrom(authority, num)
-	sock := newXSock(nc, name, cookie)
-	c, err := xgb.NewConnNet(sock)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("%w: X server at DISPLAY %s refused the connection: %v", ErrUnavailable, display, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	cb := &clipboard{c: c, sock: sock, done: make(chan struct{})}
 	fail := func(err error) (*clipboard, error) {
@@ -80,17 +76,6 @@ func openClipboard(display, authority string) (*clipboard, error) {
 		return fail(fmt.Errorf("no screen %d", screenNum))
 	}
 	root := setup.Roots[screenNum]
-	for _, n := range []struct {
-		p    *xproto.Atom
-		name string
-	}{{&cb.a.clipboard, "CLIPBOARD"}, {&cb.a.targets, "TARGETS"}, {&cb.a.utf8, "UTF8_STRING"}, {&cb.a.text, "TEXT"},
-		{&cb.a.prop, "AGENTD_CLIPBOARD"}, {&cb.a.incr, "INCR"}} {
-		r, err := xproto.InternAtom(c, false, uint16(len(n.name)), n.name).Reply()
-		if err != nil {
-			return fail(err)
-		}
-		*n.p = r.Atom
-	}
 	if cb.win, err = xproto.NewWindowId(c); err != nil {
 		return fail(err)
 	}
@@ -98,6 +83,14 @@ func openClipboard(display, authority string) (*clipboard, error) {
 		xproto.CwEventMask, []uint32{xproto.EventMaskPropertyChange}).Check(); err != nil {
 		return fail(err)
 	}
+	if cb.owner, err = xselection.New(c, cb.win); err != nil {
+		return fail(err)
+	}
+	a, err := xselection.Atoms(c, "AGENTD_CLIPBOARD", "INCR")
+	if err != nil {
+		return fail(err)
+	}
+	cb.prop, cb.incr = a[0], a[1]
 	go cb.loop()
 	return cb, nil
 }
@@ -105,61 +98,20 @@ func openClipboard(display, authority string) (*clipboard, error) {
 // loop answers paste requests and hands conversions to a waiting get.
 func (cb *clipboard) loop() {
 	defer close(cb.done)
-	for {
-		ev, err := cb.c.WaitForEvent()
-		if ev == nil && err == nil {
+	cb.owner.Serve(func(ev xgb.Event) {
+		e, ok := ev.(xproto.SelectionNotifyEvent)
+		if !ok {
 			return
 		}
-		switch e := ev.(type) {
-		case xproto.SelectionRequestEvent:
-			cb.answer(e)
-		case xproto.SelectionClearEvent:
-			cb.mu.Lock()
-			cb.owning, cb.text = false, nil
-			cb.mu.Unlock()
-		case xproto.SelectionNotifyEvent:
-			cb.mu.Lock()
-			if cb.notify != nil {
-				select {
-				case cb.notify <- e:
-				default:
-				}
+		cb.mu.Lock()
+		if cb.notify != nil {
+			select {
+			case cb.notify <- e:
+			default:
 			}
-			cb.mu.Unlock()
 		}
-	}
-}
-
-// answer serves one paste: TARGETS, or the text as UTF8_STRING, STRING or
-// TEXT; anything else is refused (property None), as ICCCM says.
-func (cb *clipboard) answer(e xproto.SelectionRequestEvent) {
-	cb.mu.Lock()
-	text, owning := cb.text, cb.owning
-	cb.mu.Unlock()
-	prop := e.Property
-	if prop == xproto.AtomNone {
-		prop = e.Target // an obsolete client: ICCCM's fallback
-	}
-	switch {
-	case !owning || e.Selection != cb.a.clipboard:
-		prop = xproto.AtomNone
-	case e.Target == cb.a.targets:
-		var b []byte
-		for _, a := range []xproto.Atom{cb.a.targets, cb.a.utf8, xproto.AtomString, cb.a.text} {
-			b = append(b, byte(a), byte(a>>8), byte(a>>16), byte(a>>24))
-		}
-		xproto.ChangeProperty(cb.c, xproto.PropModeReplace, e.Requestor, prop, xproto.AtomAtom, 32, 4, b)
-	case e.Target == cb.a.utf8 || e.Target == xproto.AtomString || e.Target == cb.a.text:
-		typ := e.Target
-		if typ == cb.a.text {
-			typ = cb.a.utf8
-		}
-		xproto.ChangeProperty(cb.c, xproto.PropModeReplace, e.Requestor, prop, typ, 8, uint32(len(text)), text)
-	default:
-		prop = xproto.AtomNone
-	}
-	ev := xproto.SelectionNotifyEvent{Time: e.Time, Requestor: e.Requestor, Selection: e.Selection, Target: e.Target, Property: prop}
-	xproto.SendEvent(cb.c, false, e.Requestor, 0, string(ev.Bytes()))
+		cb.mu.Unlock()
+	})
 }
 
 func (cb *clipboard) close() {
@@ -169,24 +121,14 @@ func (cb *clipboard) close() {
 }
 
 func (cb *clipboard) set(text []byte) error {
-	cb.mu.Lock()
-	cb.text, cb.owning = text, true
-	cb.mu.Unlock()
-	if err := xproto.SetSelectionOwnerChecked(cb.c, cb.win, cb.a.clipboard, xproto.TimeCurrentTime).Check(); err != nil {
+	if err := cb.owner.Set(text); err != nil {
 		return fmt.Errorf("%w: clipboard: %v", ErrUnavailable, err)
-	}
-	r, err := xproto.GetSelectionOwner(cb.c, cb.a.clipboard).Reply()
-	if err != nil {
-		return fmt.Errorf("%w: clipboard: %v", ErrUnavailable, err)
-	}
-	if r.Owner != cb.win {
-		return fmt.Errorf("%w: clipboard: another program took the selection at once; try again", ErrUnavailable)
 	}
 	return nil
 }
 
 func (cb *clipboard) get(ctx context.Context, max int) (string, error) {
-	r, err := xproto.GetSelectionOwner(cb.c, cb.a.clipboard).Reply()
+	r, err := xproto.GetSelectionOwner(cb.c, cb.owner.Clipboard()).Reply()
 	if err != nil {
 		return "", fmt.Errorf("%w: clipboard: %v", ErrUnavailable, err)
 	}
@@ -206,7 +148,7 @@ func (cb *clipboard) get(ctx context.Context, max int) (string, error) {
 		cb.notify = nil
 		cb.mu.Unlock()
 	}()
-	xproto.ConvertSelection(cb.c, cb.win, cb.a.clipboard, cb.a.utf8, cb.a.prop, xproto.TimeCurrentTime)
+	xproto.ConvertSelection(cb.c, cb.win, cb.owner.Clipboard(), cb.owner.UTF8(), cb.prop, xproto.TimeCurrentTime)
 	t := time.NewTimer(clipWait)
 	defer t.Stop()
 	var ev xproto.SelectionNotifyEvent
@@ -222,11 +164,11 @@ func (cb *clipboard) get(ctx context.Context, max int) (string, error) {
 	if ev.Property == xproto.AtomNone {
 		return "", fmt.Errorf("%w: the clipboard holds no text (its owner offers no UTF-8)", ErrInvalid)
 	}
-	p, err := xproto.GetProperty(cb.c, true, cb.win, cb.a.prop, xproto.GetPropertyTypeAny, 0, uint32(max/4+1)).Reply()
+	p, err := xproto.GetProperty(cb.c, true, cb.win, cb.prop, xproto.GetPropertyTypeAny, 0, uint32(max/4+1)).Reply()
 	if err != nil {
 		return "", fmt.Errorf("%w: clipboard: %v", ErrUnavailable, err)
 	}
-	if p.Type == cb.a.incr || p.BytesAfter > 0 || len(p.Value) > max {
+	if p.Type == cb.incr || p.BytesAfter > 0 || len(p.Value) > max {
 		return "", fmt.Errorf("%w: the clipboard holds more than %d bytes, the most it can be read", ErrTooLarge, max)
 	}
 	return string(p.Value), nil
@@ -236,9 +178,14 @@ func (cb *clipboard) get(ctx context.Context, max int) (string, error) {
 // log records its length only.
 func (s *Screen) ClipSet(ctx context.Context, caller Caller, text string) error {
 	start := time.Now()
-	cb, err := s.clip()
-	if err == nil {
-		err = cb.set([]byte(text))
+	var err error
+	if s.clipOwner != nil {
+		err = s.clipOwner(ctx, text)
+	} else {
+		var cb *clipboard
+		if cb, err = s.clip(); err == nil {
+			err = cb.set([]byte(text))
+		}
 	}
 	s.auditClip(start, caller, "clipboard_set", len(text), err)
 	return err

@@ -88,6 +88,10 @@
 //   - Observations are compared per CallerKey by a hash of the captured
 //     pixels and output parameters, before encoding, so an unchanged screen
 //     costs no encoding. ForgetCaller drops a key.
+//   - A person's lease on a Screen's input (TakeOver, the view page's Take
+//     over of a desktop) refuses batches with ErrBusy naming the holder, and
+//     stops those running or waiting when it is taken, as the kill switch
+//     does; screenshots go on. One lease at a time; lease.go.
 //   - PNGs are 8-bit RGB with the Up filter, deflated in parallel strips;
 //     JPEGs are 4:2:0, encoded in parallel strips joined by restart markers.
 package capture

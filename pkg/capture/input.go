@@ -372,33 +372,31 @@ func (in *inputRun) tap(code xproto.Keycode) error {
 func (in *inputRun) setLevel(level int) error {
 	wantShift := level == levelShift || level == levelThreeShift
 	wantL3 := level >= levelThree
-	if wantShift != in.shiftHeld {
-		if in.kb.shiftCode == 0 {
-			return fmt.Errorf("the keyboard has no Shift key")
-		}
-		var err error
-		if wantShift {
-			err = in.press(in.kb.shiftCode)
-		} else {
-			err = in.release(in.kb.shiftCode)
-		}
-		if err != nil {
-			return err
-		}
-		in.shiftHeld = wantShift
+	if wantShift != in.shiftHeld && in.kb.shiftCode == 0 {
+		return fmt.Errorf("the keyboard has no Shift key")
 	}
-	if wantL3 != in.lvl3Held {
-		var err error
-		if wantL3 {
-			err = in.press(in.kb.lvl3Code)
-		} else {
-			err = in.release(in.kb.lvl3Code)
-		}
-		if err != nil {
-			return err
-		}
-		in.lvl3Held = wantL3
+	if err := in.hold(in.kb.shiftCode, wantShift, &in.shiftHeld); err != nil {
+		return err
 	}
+	return in.hold(in.kb.lvl3Code, wantL3, &in.lvl3Held)
+}
+
+// hold presses or releases the modifier code so that it is down exactly
+// when want is; *held says whether it is down now.
+func (in *inputRun) hold(code xproto.Keycode, want bool, held *bool) error {
+	if want == *held {
+		return nil
+	}
+	var err error
+	if want {
+		err = in.press(code)
+	} else {
+		err = in.release(code)
+	}
+	if err != nil {
+		return err
+	}
+	*held = want
 	return nil
 }
 

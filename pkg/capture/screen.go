@@ -57,6 +57,10 @@ type DesktopOptions struct {
 	// AllowAct is whether agents may act on it (desktops enabled); no
 	// per-batch consent applies, it is not the person's screen.
 	AllowAct bool
+	// ClipOwner, when set, takes ClipSet's text and owns the selection in
+	// the Screen's stead: a desktop's worker, which outlives agentd, so
+	// the text does too. ClipSet still checks and audits it.
+	ClipOwner func(ctx context.Context, text string) error
 }
 
 // DefaultAuditMaxBytes caps the audit log when Options leave it zero: about
@@ -104,6 +108,9 @@ type Screen struct {
 	person  *Screen
 	desktop string
 	recDir  string
+	// clipOwner owns the clipboard's text in the Screen's stead
+	// (DesktopOptions.ClipOwner); nil: the Screen's own connection does.
+	clipOwner func(ctx context.Context, text string) error
 	// clipC is the clipboard's connection, opened on first use.
 	clipMu sync.Mutex
 	clipC  *clipboard
@@ -113,6 +120,8 @@ type Screen struct {
 	// with it (a desktop removed with --force), instead of holding Close.
 	life    context.Context
 	endLife context.CancelFunc
+	// lease is a person's hold on the input (TakeOver, lease.go).
+	lease leaseState
 }
 
 // errScreenClosed is why a batch ended when its Screen closed.
@@ -130,15 +139,16 @@ func (s *Screen) Desktop(o DesktopOptions) *Screen {
 	d := &Screen{
 		opts: Options{Display: o.Display, Authority: o.Authority, AuditPath: s.opts.AuditPath,
 			RecordScreenMaxBytes: s.opts.RecordScreenMaxBytes, Logger: s.opts.Logger},
-		log:     s.opts.Logger.With().Str("component", "capture").Str("desktop", o.Name).Logger(),
-		audit:   s.audit,
-		desk:    newDeskLock(),
-		lastObs: make(map[string]uint64),
-		changed: make(chan struct{}),
-		person:  s,
-		desktop: o.Name,
-		refusal: "acting on desktops is disabled; set desktops = true in config.toml or start agentd with --desktops",
-		recDir:  o.RecordDir,
+		log:       s.opts.Logger.With().Str("component", "capture").Str("desktop", o.Name).Logger(),
+		audit:     s.audit,
+		desk:      newDeskLock(),
+		lastObs:   make(map[string]uint64),
+		changed:   make(chan struct{}),
+		person:    s,
+		desktop:   o.Name,
+		refusal:   "acting on desktops is disabled; set desktops = true in config.toml or start agentd with --desktops",
+		recDir:    o.RecordDir,
+		clipOwner: o.ClipOwner,
 	}
 	d.life, d.endLife = context.WithCancel(context.Background())
 	d.allowAct.Store(o.AllowAct)

@@ -108,19 +108,13 @@ func parseDisplay(display string) (network, addr string, num, screen int, err er
 	}
 }
 
-// dialX connects to display and learns what the server offers.
-func dialX(display string) (*xconn, error) { return dialXAuth(display, "") }
-
-// dialXAuth is dialX with the cookie from the Xauthority file authority
-// ("" is $XAUTHORITY).
-func dialXAuth(display, authority string) (*xconn, error) {
-	network, addr, num, screenNum, err := parseDisplay(display)
-	if err != nil {
-		return nil, err
-	}
+// dialXSock connects to display (network and addr, display number num, as
+// parseDisplay reads it) with the cookie from the Xauthority file authority
+// ("" is $XAUTHORITY), over an xsock, the handshake bounded by dialTimeout.
+func dialXSock(display, network, addr string, num int, authority string) (*xgb.Conn, *xsock, error) {
 	nc, err := net.DialTimeout(network, addr, dialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("no X server at DISPLAY %s: %w", display, err)
+		return nil, nil, fmt.Errorf("no X server at DISPLAY %s: %w", display, err)
 	}
 	name, cookie := xauthCookieFrom(authority, num)
 	sock := newXSock(nc, name, cookie)
@@ -128,9 +122,23 @@ func dialXAuth(display, authority string) (*xconn, error) {
 	c, err := xgb.NewConnNet(sock)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("X server at DISPLAY %s refused the connection: %w", display, err)
+		return nil, nil, fmt.Errorf("X server at DISPLAY %s refused the connection: %w", display, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
+	return c, sock, nil
+}
+
+// dialXAuth connects to display with the cookie from the Xauthority file
+// authority ("" is $XAUTHORITY) and learns what the server offers.
+func dialXAuth(display, authority string) (*xconn, error) {
+	network, addr, num, screenNum, err := parseDisplay(display)
+	if err != nil {
+		return nil, err
+	}
+	c, sock, err := dialXSock(display, network, addr, num, authority)
+	if err != nil {
+		return nil, err
+	}
 	x := &xconn{c: c, sock: sock, display: display, screen: screenNum, events: make(chan struct{})}
 	go x.readEvents()
 	go x.watchdog()

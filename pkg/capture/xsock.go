@@ -26,8 +26,22 @@ import (
 type xsock struct {
 	conn net.Conn
 
+	// wmu orders the writes (xgb's writer and flush); it is never taken
+	// under mu, and the reader never takes it.
+	wmu sync.Mutex
+
 	mu   sync.Mutex
 	cond *sync.Cond
+
+	// holdNext keeps the next request back (held, heldN requests) to go
+	// out with the one after it in one write: a batch's pointer motion
+	// then reaches the server with the kill switch's query that follows
+	// it, one write and one wake of the server where there were two. The
+	// server still takes the motion first. Held requests count as written
+	// only once written.
+	holdNext bool
+	held     []byte
+	heldN    uint16
 
 	authName  string
 	authData  []byte
@@ -35,6 +49,7 @@ type xsock struct {
 
 	written  uint16 // sequence number of the last request written
 	answered uint16 // sequence number of the last reply or error read
+	replies  uint64 // replies and errors read: the round trips made (what the tests count an action in)
 
 	// Parser state over the bytes read: the setup reply first, then 32-byte
 	// packets, replies followed by their extra length.
@@ -146,6 +161,8 @@ func (s *xsock) Read(p []byte) (int, error) {
 }
 
 func (s *xsock) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	if !s.setupSent {
 		s.setupSent = true
@@ -156,12 +173,24 @@ func (s *xsock) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	s.written++
 	if s.isDead {
+		s.written++
 		s.pending = append(s.pending, errorPacket(s.written)...)
 		s.cond.Broadcast()
 		s.mu.Unlock()
 		return len(p), nil
+	}
+	if s.holdNext {
+		s.holdNext = false
+		s.held = append(s.held, p...)
+		s.heldN++
+		s.mu.Unlock()
+		return len(p), nil
+	}
+	s.written += s.heldN + 1
+	if len(s.held) > 0 {
+		p = append(s.held, p...)
+		s.held, s.heldN = nil, 0
 	}
 	s.mu.Unlock()
 	if _, err := s.conn.Write(p); err != nil {
@@ -172,7 +201,37 @@ func (s *xsock) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close is called by xgb once, after it has stopped reading.
+// hold keeps the next request written back until the one after it, or
+// until flush: see holdNext. Whoever holds must write again or flush.
+func (s *xsock) hold() {
+	s.mu.Lock()
+	s.holdNext = true
+	s.mu.Unlock()
+}
+
+// flush writes what hold kept back, and ends a hold not yet used.
+func (s *xsock) flush() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	s.holdNext = false
+	if len(s.held) == 0 || s.isDead {
+		s.mu.Unlock()
+		return
+	}
+	p := s.held
+	s.written += s.heldN
+	s.held, s.heldN = nil, 0
+	s.mu.Unlock()
+	if _, err := s.conn.Write(p); err != nil {
+		s.mu.Lock()
+		s.die(err)
+		s.mu.Unlock()
+	}
+}
+
+// Close is called by xgb once, when it is closed (third_party/README.md):
+// its reader may still be reading, and gets what die queued, then EOF.
 func (s *xsock) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -194,6 +253,10 @@ func (s *xsock) die(err error) {
 	if s.inSetup {
 		return
 	}
+	// Requests held back were never sent: they are answered with errors
+	// as the others are.
+	s.written += s.heldN
+	s.held, s.heldN, s.holdNext = nil, 0, false
 	var fill []byte
 	if s.hdrN > 0 {
 		rest := make([]byte, 32-s.hdrN)
@@ -258,8 +321,10 @@ func (s *xsock) parse(b []byte) {
 		}
 		switch s.hdr[0] {
 		case 0:
+			s.replies++
 			s.answered = binary.LittleEndian.Uint16(s.hdr[2:])
 		case 1:
+			s.replies++
 			s.answered = binary.LittleEndian.Uint16(s.hdr[2:])
 			s.skip = int(binary.LittleEndian.Uint32(s.hdr[4:])) * 4
 		}

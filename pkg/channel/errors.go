@@ -35,18 +35,12 @@ var (
 func Kinds() []error { return []error{ErrUnknown, ErrBusy, ErrInvalid, ErrDenied, ErrTimeout} }
 
 // Error is a channel error: a sentinel (Kind) with a message for people.
-type Error struct {
-	Kind error
-	Msg  string
-}
+// It is internal/errkind's Error, the one such type of every domain.
+type Error = errkind.Error
 
-func (e *Error) Error() string { return e.Msg }
-
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Kind }
-
+// errorf is errkind.Errorf: an *Error of kind with a message for people.
 func errorf(kind error, format string, args ...any) error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	return errkind.Errorf(kind, format, args...)
 }
 
 // PushTimeoutError is a push with ack whose acknowledgement did not come

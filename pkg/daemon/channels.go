@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/channel"
+	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
 
@@ -221,7 +222,7 @@ const refusalLogEvery = time.Second
 // peer's pid, uid and executable: the kernel's word, not the caller's).
 // Logs are rate-limited (refusalLogEvery).
 func (d *Daemon) refused(call *Call, err error) {
-	if !errors.Is(err, channel.ErrDenied) {
+	if !errors.Is(err, channel.ErrDenied) && !errors.Is(err, session.ErrDenied) {
 		return
 	}
 	d.refusals.Lock()

@@ -31,6 +31,12 @@ type fixedConfig struct {
 	SetLogLevel          func(level string) error
 	Hangup               <-chan os.Signal
 	SessionLauncher      string
+	View                 bool
+	ViewIdle             time.Duration
+	Notifications        bool
+	NotifyBus            string
+	NotifyWaitingAfter   time.Duration
+	NotifyTerminal       []string
 }
 
 // liveConfig is the part of Config a reload changes while the daemon runs
@@ -54,6 +60,8 @@ type liveConfig struct {
 	LogLevel                         string
 	SessionMemoryMax                 int64
 	SessionCPUWeight                 int
+	SessionRestart                   string
+	NoHooks                          bool
 }
 
 // split divides c into what is fixed at start and what reloads; a test
@@ -65,12 +73,15 @@ func (c *Config) split() (fixedConfig, liveConfig) {
 			Display: c.Display, AuditMaxBytes: c.AuditMaxBytes, RecordScreenMaxBytes: c.RecordScreenMaxBytes,
 			DesktopWorkerCommand: c.DesktopWorkerCommand, MemoryBudget: c.MemoryBudget, ConfigPath: c.ConfigPath,
 			Reload: c.Reload, SetLogLevel: c.SetLogLevel, Hangup: c.Hangup, SessionLauncher: c.SessionLauncher,
+			View: c.View, ViewIdle: c.ViewIdle,
+			Notifications: c.Notifications, NotifyBus: c.NotifyBus, NotifyWaitingAfter: c.NotifyWaitingAfter, NotifyTerminal: c.NotifyTerminal,
 		}, liveConfig{
 			MaxConnections: c.MaxConnections, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
 			IdleTimeout: c.IdleTimeout, ShutdownGrace: c.ShutdownGrace, AllowAct: c.AllowAct,
 			AskTimeout: c.AskTimeout, AskIdle: c.AskIdle, LockTimeout: c.LockTimeout, ChannelQueue: c.ChannelQueue,
 			RecordScreen: c.RecordScreen, Desktops: c.Desktops, MaxDesktops: c.MaxDesktops,
 			DesktopIdleTimeout: c.DesktopIdleTimeout, DesktopServer: c.DesktopServer, LogLevel: c.LogLevel,
-			SessionMemoryMax: c.SessionMemoryMax, SessionCPUWeight: c.SessionCPUWeight,
+			SessionMemoryMax: c.SessionMemoryMax, SessionCPUWeight: c.SessionCPUWeight, SessionRestart: c.SessionRestart,
+			NoHooks: c.NoHooks,
 		}
 }

@@ -135,7 +135,8 @@ func TestConvertersCarryEveryField(t *testing.T) {
 			"CommandCut": "true only for a command over wire.ListCommandBytes",
 		}},
 		{"sessionStatus", func() any { return sessionStatus(filled[session.Info]()) }, map[string]string{
-			"Unit": mayBeSet + "read from the worker's cgroup in /proc (launcherOf), not from the domain value",
+			"Unit":  mayBeSet + "read from the worker's cgroup in /proc (launcherOf), not from the domain value",
+			"Lease": "the status handler sets it from the session manager's leases (LeaseOf), not from session.Info",
 		}},
 		{"exitResult", func() any { return exitResult(filled[session.ExitInfo]()) }, nil},
 		{"logEvent", func() any { return logEvent(*filled[session.Event]()) }, map[string]string{

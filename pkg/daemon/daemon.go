@@ -144,6 +144,29 @@ type Config struct {
 	// gives none (live); they need the systemd launcher.
 	SessionMemoryMax int64
 	SessionCPUWeight int
+	// SessionRestart is the restart policy of a spawn that gives none
+	// (live): "no" (or ""), "on-reboot" or "always".
+	SessionRestart string
+	// NoHooks leaves agent CLIs' hooks unwired when a spawn does not say
+	// (live; the config's hooks = false).
+	NoHooks bool
+
+	// View starts the view (pkg/view) at start; agent.view starts it
+	// anyway. ViewIdle stops it after that long with no page (zero:
+	// view.DefaultIdle). Both need a restart.
+	View     bool
+	ViewIdle time.Duration
+
+	// Notifications turns on desktop notifications of the agents' states
+	// (notifier.go) when a session bus answers; NotifyBus is its address
+	// ("": $DBUS_SESSION_BUS_ADDRESS). NotifyWaitingAfter is the shortest
+	// turn whose end is notified (zero: none); NotifyTerminal the terminal
+	// command Open runs agentctl attach in (nil: x-terminal-emulator -e,
+	// else xterm -e). They need a restart.
+	Notifications      bool
+	NotifyBus          string
+	NotifyWaitingAfter time.Duration
+	NotifyTerminal     []string
 }
 
 // closeConnsTimeout bounds the wait for connections to end once their
@@ -226,6 +249,8 @@ type Daemon struct {
 	launcher session.Launcher
 	// desktops is built in Run (desktops.go).
 	desktops *desktopHub
+	view     viewHub        // view.go
+	notices  *stateNotifier // statenotify.go; set in Run
 	build    func() string
 	budget   *rpc.Budget // shared by every connection
 	// vouch checks that a peer runs inside a session before a channel is
@@ -342,6 +367,7 @@ func NewWith(cfg Config, given Components) *Daemon {
 	d.router.register(d.screenRoutes()...)
 	d.router.register(d.channelRoutes()...)
 	d.router.register(d.desktopRoutes()...)
+	d.router.register(d.viewRoutes()...)
 	return d
 }
 
@@ -421,7 +447,14 @@ func (d *Daemon) assemble(ctx context.Context) (_ net.Listener, _ *undoStack, er
 			WorkerCommand: d.cfg.WorkerCommand,
 			LogCap:        d.cfg.EventLogCap,
 			MaxSessions:   d.cfg.MaxSessions,
+			HookCommand:   hookCommand(d.cfg.WorkerCommand),
 			Logger:        &sessionLog,
+			// A restarted session gets its desktop again: a "new" one is
+			// made anew (a reboot took the old), a named one must run.
+			Desktop: func(ctx context.Context, name, target string, keep bool) ([]string, []string, error) {
+				set, unset, _, err := d.desktopForSpawn(ctx, target, name, keep)
+				return set, unset, err
+			},
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("sessions: %w", err)
@@ -463,6 +496,8 @@ func (d *Daemon) assemble(ctx context.Context) (_ net.Listener, _ *undoStack, er
 		return nil, nil, fmt.Errorf("desktops: %w", err)
 	}
 	built.add(func() { stopDesktops(); closeDesktops() })
+	built.add(d.startView())
+	built.add(d.startStateNotifier(ctx))
 	return l, built, nil
 }
 
@@ -987,6 +1022,11 @@ type Conn struct {
 	mu       sync.Mutex
 	onClose  []func()
 	isClosed bool
+
+	// peerSession is the agentd session the peer runs in, read once (see
+	// Conn.agentSession).
+	peerSession     string
+	peerSessionOnce sync.Once
 }
 
 // Notify sends a notification on this connection.

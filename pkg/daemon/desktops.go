@@ -31,6 +31,11 @@ type desktopHub struct {
 
 	mu      sync.Mutex
 	screens map[string]*deskScreen
+	// watched counts the view's pages watching each desktop (an idle
+	// sweep spares a desktop a person watches), and unwatched is when the
+	// last page of one went away: its idle time counts from then.
+	watched   map[string]int
+	unwatched map[string]time.Time
 }
 
 // deskScreen is a desktop's Screen, the end of its Run and its last use.
@@ -111,7 +116,7 @@ func (d *Daemon) sweepDesktops(ctx context.Context) {
 			}
 		case dk.Status == desktop.StatusDead:
 			h.drop(dk.Name)
-		case c.DesktopIdleTimeout > 0 && h.idleFor(dk.Name, dk.CreatedAt) > c.DesktopIdleTimeout && !d.desktopInUse(ctx, dk.Name):
+		case c.DesktopIdleTimeout > 0 && h.idleFor(dk.Name, dk.CreatedAt) > c.DesktopIdleTimeout && !h.leased(dk.Name) && !h.isWatched(dk.Name) && !d.desktopInUse(ctx, dk.Name):
 			if err := d.removeDesktop(ctx, dk.Name, false); err == nil {
 				d.log.Info().Str("desktop", dk.Name).Dur("idle_timeout", c.DesktopIdleTimeout).Msg("idle desktop removed")
 			}
@@ -141,15 +146,48 @@ func (d *Daemon) desktopInUse(ctx context.Context, name string) bool {
 }
 
 // idleFor is how long since the desktop was last used through the daemon
-// (a screen call or a spawn on it); a desktop this daemon has not used
-// counts from its creation or this daemon's start, whichever is later.
+// (a screen call or a spawn on it) or watched in the view; a desktop this
+// daemon has not used counts from its creation or this daemon's start,
+// whichever is later.
 func (h *desktopHub) idleFor(name string, created time.Time) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	last := created
 	if s := h.screens[name]; s != nil {
-		return time.Since(s.lastUse)
+		last = s.lastUse
 	}
-	return time.Since(created)
+	if w := h.unwatched[name]; w.After(last) {
+		last = w
+	}
+	return time.Since(last)
+}
+
+// watch counts a page watching the desktop until the release it returns.
+func (h *desktopHub) watch(name string) func() {
+	h.mu.Lock()
+	if h.watched == nil {
+		h.watched, h.unwatched = map[string]int{}, map[string]time.Time{}
+	}
+	h.watched[name]++
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.watched[name]--; h.watched[name] <= 0 {
+				delete(h.watched, name)
+				h.unwatched[name] = time.Now()
+			}
+		})
+	}
+}
+
+// isWatched reports whether a page watches the desktop now.
+func (h *desktopHub) isWatched(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watched[name] > 0
 }
 
 // drop closes a desktop's Screen, if it has one.
@@ -157,6 +195,7 @@ func (h *desktopHub) drop(name string) {
 	h.mu.Lock()
 	s := h.screens[name]
 	delete(h.screens, name)
+	delete(h.unwatched, name)
 	h.mu.Unlock()
 	if s != nil {
 		s.stop()
@@ -198,6 +237,11 @@ func (d *Daemon) screenOf(target string) (Screen, error) {
 	}
 	opts := capture.DesktopOptions{Name: target, Display: dk.Display, Authority: dk.Authority,
 		RecordDir: filepath.Join(d.cfg.StateDir, "desktops", target, "screen"), AllowAct: true}
+	if dk.Control != "" {
+		// The worker owns the clipboard's text, so it survives agentd.
+		mgr := h.mgr
+		opts.ClipOwner = func(ctx context.Context, text string) error { return mgr.ClipSet(ctx, target, text) }
+	}
 	var scr *capture.Screen
 	if p, ok := d.screen.(personScreen); ok {
 		scr = p.Desktop(opts)
@@ -215,6 +259,16 @@ func (d *Daemon) screenOf(target string) (Screen, error) {
 	return scr, nil
 }
 
+// leased reports whether a person holds the desktop's input (the view
+// page's Take over): such a desktop is in use, however long agents leave
+// it alone.
+func (h *desktopHub) leased(name string) bool {
+	h.mu.Lock()
+	s := h.screens[name]
+	h.mu.Unlock()
+	return s != nil && s.scr.LeaseHolder() != ""
+}
+
 // acting reports whether a batch runs on the desktop.
 func (h *desktopHub) acting(name string) bool {
 	h.mu.Lock()
@@ -225,7 +279,7 @@ func (h *desktopHub) acting(name string) bool {
 
 func desktopRow(h *desktopHub, dk *desktop.Desktop) wire.DesktopRow {
 	return wire.DesktopRow{Name: dk.Name, Status: wire.DesktopStatus(dk.Status), Reason: dk.Reason, Display: dk.Display,
-		Width: dk.Width, Height: dk.Height, WM: dk.WM, Layout: dk.Layout, Server: dk.Kind(), RFB: dk.RFB, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
+		Width: dk.Width, Height: dk.Height, WM: dk.WM, WMState: dk.WMState(), Layout: dk.Layout, Server: dk.Kind(), RFB: dk.RFB, Authority: dk.Authority, CreatedAt: dk.CreatedAt,
 		Session: dk.Session, Keep: dk.Keep, WorkerPID: dk.Worker.PID, ServerPID: dk.Server.PID, Acting: h.acting(dk.Name)}
 }
 

@@ -4,7 +4,8 @@
 // way, each a package of its own: sessions (pkg/session), the screen
 // (pkg/capture) and channels (pkg/channel). It is the one place that turns
 // component errors into wire error codes (toWireError): the components
-// raise their own sentinels (session.Kinds, channel.Kinds, capture.Err*),
+// raise their own sentinels (session.Kinds; channel, capture and desktop
+// declare theirs by internal/errkind kind, mapped by one table, kindCodes),
 // and a table test round-trips every one of them to its code.
 //
 // It imports pkg/wire for the contract, internal/rpc for the connection

@@ -7,7 +7,6 @@ import (
 	"github.com/agentd/agentd/internal/errkind"
 	"github.com/agentd/agentd/internal/rpc"
 	"github.com/agentd/agentd/pkg/channel"
-	"github.com/agentd/agentd/pkg/desktop"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -22,8 +21,8 @@ var errShuttingDown = wire.Errorf(wire.CodeShuttingDown, "agentd is shutting dow
 var errCallCanceled = rpc.Canceled
 
 // kindCodes is the wire code of each kind of domain error (internal/errkind):
-// pkg/channel and pkg/capture declare their sentinels by kind, so one row
-// here serves every domain that has moved onto it.
+// every domain declares its sentinels by kind, so one row here serves them
+// all.
 var kindCodes = map[errkind.Kind]wire.Code{
 	errkind.Invalid:        wire.CodeInvalidParams,
 	errkind.NotFound:       wire.CodeAgentNotFound,
@@ -35,6 +34,8 @@ var kindCodes = map[errkind.Kind]wire.Code{
 	errkind.Denied:         wire.CodePermissionDenied,
 	errkind.Unavailable:    wire.CodeScreenUnavailable,
 	errkind.ChannelUnknown: wire.CodeChannelUnknown,
+	errkind.StartFailed:    wire.CodeSpawnFailed,
+	errkind.InvalidStatus:  wire.CodeInvalidStatus,
 }
 
 // toWireError is the one place that turns an error from any component into
@@ -58,41 +59,14 @@ func toWireError(err error) *wire.Error {
 	case errors.As(err, &ate):
 		return wire.Errorf(wire.CodeTimeout, "%s", ate.Error()).WithDetails(wire.TimeoutDetails{
 			Name: ate.Session, Op: "ask", TimeoutMS: ate.Timeout.Milliseconds(), Screen: []string{}})
-	case errors.Is(err, session.ErrNotFound):
-		return wire.Errorf(wire.CodeAgentNotFound, "%v", err)
-	case errors.Is(err, session.ErrExists):
-		return wire.Errorf(wire.CodeAgentExists, "%v", err)
-	case errors.Is(err, session.ErrInvalid):
-		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
-	case errors.Is(err, session.ErrSpawnFailed):
-		return wire.Errorf(wire.CodeSpawnFailed, "%v", err)
-	case errors.Is(err, session.ErrInvalidStatus):
-		return wire.Errorf(wire.CodeInvalidStatus, "%v", err)
-	case errors.Is(err, session.ErrLockTimeout):
-		return wire.Errorf(wire.CodeLockTimeout, "%v", err)
-	case errors.Is(err, session.ErrTimeout):
-		return wire.Errorf(wire.CodeTimeout, "%v", err)
-	case errors.Is(err, session.ErrBusy):
-		return wire.Errorf(wire.CodeBusy, "%v", err)
 	}
-	// After the session's sentinels, as the channel's and the capture's
-	// came after them when each had its own branch.
+	// Every domain's sentinels are of a kind.
 	if k, ok := errkind.Of(err); ok {
 		if c, ok := kindCodes[k]; ok {
 			return wire.Errorf(c, "%v", err)
 		}
 	}
 	switch {
-	case errors.Is(err, desktop.ErrInvalid):
-		return wire.Errorf(wire.CodeInvalidParams, "%v", err)
-	case errors.Is(err, desktop.ErrExists):
-		return wire.Errorf(wire.CodeAgentExists, "%v", err)
-	case errors.Is(err, desktop.ErrNotFound):
-		return wire.Errorf(wire.CodeScreenUnavailable, "%v", err)
-	case errors.Is(err, desktop.ErrBusy):
-		return wire.Errorf(wire.CodeBusy, "%v", err)
-	case errors.Is(err, desktop.ErrStartFailed):
-		return wire.Errorf(wire.CodeSpawnFailed, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return wire.Errorf(wire.CodeTimeout, "%v; give the call a longer --timeout", err)
 	case errors.Is(err, context.Canceled):

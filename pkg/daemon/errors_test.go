@@ -38,6 +38,7 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 		{session.ErrLockTimeout, wire.CodeLockTimeout},
 		{session.ErrTimeout, wire.CodeTimeout},
 		{session.ErrBusy, wire.CodeBusy},
+		{session.ErrDenied, wire.CodePermissionDenied},
 		// pkg/capture's sentinels, as its doc lists them.
 		{capture.ErrInvalid, wire.CodeInvalidParams},
 		{capture.ErrTooLarge, wire.CodeInvalidParams},
@@ -58,6 +59,7 @@ func TestEveryDomainErrorHasItsCode(t *testing.T) {
 		{desktop.ErrNotFound, wire.CodeScreenUnavailable},
 		{desktop.ErrBusy, wire.CodeBusy},
 		{desktop.ErrStartFailed, wire.CodeSpawnFailed},
+		{desktop.ErrUnavailable, wire.CodeScreenUnavailable},
 		{context.DeadlineExceeded, wire.CodeTimeout},
 		{context.Canceled, wire.CodeShuttingDown},
 		{errors.New("disk on fire"), wire.CodeInternal},

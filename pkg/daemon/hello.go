@@ -87,6 +87,7 @@ func (d *Daemon) helloResult(uptimeMS int64) *wire.HelloResult {
 			MaxConnections: d.live.Load().MaxConnections,
 			ReadTimeoutMS:  d.live.Load().ReadTimeout.Milliseconds(),
 		},
-		Methods: d.router.methods(),
+		Methods:       d.router.methods(),
+		Notifications: d.notificationsStatus(),
 	}
 }

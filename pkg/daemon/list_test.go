@@ -24,12 +24,13 @@ func TestListAnswerIsEncodingJSONs(t *testing.T) {
 			{Name: "w1", Status: session.StatusRunning, PID: 42, Command: []string{"sleep", "3600"}, CreatedAt: at, Age: 1234567 * time.Microsecond, LastActivity: at.Add(time.Second)},
 			{Name: "w2", Status: session.StatusExited, Command: []string{"sh", "-c", `echo "a\b" <x> & y`}, CreatedAt: at.In(time.FixedZone("X", 3600)),
 				Termination: session.TermNonzeroExit, ExitCode: &code},
-			{Name: "w3", Status: session.StatusExited, ExitCode: &zero, Termination: session.TermCleanExit},
+			{Name: "w3", Status: session.StatusExited, ExitCode: &zero, Termination: session.TermCleanExit, Restarts: 2},
 			{Name: "w4", Status: session.StatusUnresponsive, PID: 7, Command: []string{"päth\u2028", "tab\there", "\x01", "bad\xffutf8"}, CreatedAt: at,
 				Reason: "its worker (pid 7) has not answered for 4s", SilentFor: 4 * time.Second},
 			{Name: "w5", Status: session.StatusFailed, Signal: "SIGKILL", Termination: session.TermSignalExit, Command: []string{}, Age: -time.Millisecond},
 			{Name: "w6", Status: session.StatusUnresponsive, SilentFor: time.Microsecond},
 			{Name: "w7", Status: session.StatusRunning, Command: []string{"sh", strings.Repeat("é", 5000), "more"}, CreatedAt: at},
+			{Name: "w8", Status: session.StatusRunning, Lease: &session.Lease{ID: "secret", Holder: "the person in the view page (page 1) \"é\"", Since: at}},
 		},
 	}
 	for name, rows := range cases {

@@ -234,13 +234,13 @@ func (o *logOutput) flushPlain(follow bool) error {
 func logEvent(ev session.Event) wire.LogEvent {
 	return wire.LogEvent{Seq: ev.Seq, TS: ev.TS, Type: wire.EventType(ev.Type), Data: strings.ToValidUTF8(string(ev.Data), "\uFFFD"),
 		Text: ev.Text, Reason: ev.Reason, Cols: ev.Cols, Rows: ev.Rows, Signal: ev.Signal, ExitCode: ev.ExitCode,
-		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes}
+		Termination: wire.Termination(ev.Termination), Count: ev.Count, Bytes: ev.Bytes, Detail: ev.Detail}
 }
 
 // eventJSONSize is an upper bound of the bytes of le as JSON: every byte
 // that JSON might escape counted at its longest (\u00XX).
 func eventJSONSize(le *wire.LogEvent) int {
-	return 256 + len(le.Name) + len(le.Reason) + len(le.Signal) + escapedSize(le.Data) + escapedSize(le.Text)
+	return 256 + len(le.Name) + len(le.Reason) + len(le.Signal) + escapedSize(le.Data) + escapedSize(le.Text) + len(le.Detail)
 }
 
 func escapedSize(s string) int {

@@ -57,8 +57,21 @@ func (nullSessions) Attach(context.Context, string, io.ReadWriter) error { retur
 func (nullSessions) Vouch(context.Context, string, int, string) (bool, string, error) {
 	return true, "", nil
 }
+func (nullSessions) Hook(context.Context, session.HookRequest) (*session.HookResult, error) {
+	return &session.HookResult{}, nil
+}
+func (nullSessions) Approve(context.Context, string, bool, string) (*session.ApproveResult, error) {
+	return &session.ApproveResult{}, nil
+}
+
 func (nullSessions) Diff(context.Context, string) (*session.WorktreeDiff, error) {
 	return &session.WorktreeDiff{}, nil
+}
+func (nullSessions) Restart(context.Context, session.RestartRequest) (*session.Info, error) {
+	return &session.Info{}, nil
+}
+func (nullSessions) Subscribe(context.Context, session.SubscribeRequest, func(session.StateChange) error) error {
+	return nil
 }
 
 // nullScreen is a screen that does everything and shows nothing.

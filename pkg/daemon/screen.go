@@ -112,7 +112,7 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 		Actions: make([]capture.RawAction, len(p.Actions)), Observe: p.Observe, SettleMS: p.SettleMS,
 		Shot: shotRequest(p.Screenshot), LockTimeout: lock,
 		Caller: capture.Caller{PID: call.Conn.Peer.PID, UID: call.Conn.Peer.UID, Executable: call.Conn.Peer.Exe,
-			Session: sessionOfProcess(call.Conn.Peer.PID)},
+			Session: call.Conn.agentSession()},
 	}
 	req.CallerKey = callerKey(call.Conn, req.Caller.Session)
 	for i, a := range p.Actions {
@@ -174,6 +174,16 @@ func screenResult(i capture.Info) *wire.ScreenResult {
 		r.Holder = &wire.ScreenHolder{PID: h.Caller.PID, UID: h.Caller.UID, Executable: h.Caller.Executable, Session: h.Caller.Session, Since: h.Since}
 	}
 	return r
+}
+
+// agentSession is the agentd session the connection's peer runs in, or "".
+// It is read from the peer's environment once per connection, not once per
+// batch: reading another process's environ walks its memory (a fifth of
+// act's own time for a 24-move batch), and the variable is the one its
+// worker set when the process started.
+func (c *Conn) agentSession() string {
+	c.peerSessionOnce.Do(func() { c.peerSession = sessionOfProcess(c.Peer.PID) })
+	return c.peerSession
 }
 
 // sessionOfProcess returns the agentd session a process runs in, from the

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/pkg/agentstate"
 	"github.com/agentd/agentd/pkg/session"
 	"github.com/agentd/agentd/pkg/wire"
 )
@@ -32,6 +33,9 @@ type Sessions interface {
 	Reconcile(ctx context.Context) (*session.ReconcileReport, error)
 	Attach(ctx context.Context, name string, rw io.ReadWriter) error
 	Diff(ctx context.Context, name string) (*session.WorktreeDiff, error)
+	Approve(ctx context.Context, name string, deny bool, promptID string) (*session.ApproveResult, error)
+	Restart(ctx context.Context, req session.RestartRequest) (*session.Info, error)
+	Subscribe(ctx context.Context, req session.SubscribeRequest, fn func(session.StateChange) error) error
 }
 
 // sessionRoutes are the agent.* session methods.
@@ -51,6 +55,10 @@ func (d *Daemon) sessionRoutes() []Route {
 		{Method: wire.MethodResize, Mutates: true, Handle: d.resize},
 		{Method: wire.MethodAttach, Mutates: true, Upgrades: true, Lasts: Long, Handle: d.attach},
 		{Method: wire.MethodDiff, Handle: d.diff},
+		{Method: wire.MethodApprove, Mutates: true, Handle: d.approve},
+		{Method: wire.MethodRestart, Mutates: true, Handle: d.restart},
+		{Method: wire.MethodHook, Handle: d.hook},
+		{Method: wire.MethodSubscribe, Lasts: LongWhenAsked, Stream: true, Handle: d.subscribe},
 	}
 }
 
@@ -68,8 +76,24 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows,
-		Limits: session.Limits{MemoryMax: p.MemoryMax, CPUWeight: p.CPUWeight}}
+	req := session.SpawnRequest{Name: p.Name, Argv: p.Argv, Cwd: p.Cwd, Cols: p.Cols, Rows: p.Rows, Agent: p.Agent, NoHooks: p.NoHooks,
+		Limits: session.Limits{MemoryMax: p.MemoryMax, CPUWeight: p.CPUWeight}, Restart: session.RestartPolicy(p.Restart)}
+	if req.Restart == "" {
+		req.Restart = session.RestartPolicy(d.live.Load().SessionRestart)
+	}
+	switch p.Hooks {
+	case "on":
+		req.NoHooks = false
+	case "off":
+		req.NoHooks = true
+	case "":
+		req.NoHooks = p.NoHooks || d.live.Load().NoHooks
+	default:
+		return nil, wire.Errorf(wire.CodeInvalidParams, "hooks %q is neither on nor off: give on, off, or nothing for the config's hooks", p.Hooks)
+	}
+	if _, err := session.ParseRestartPolicy(string(req.Restart)); err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "restart %q is not a restart policy; give no, on-reboot or always", p.Restart)
+	}
 	if p.Worktree {
 		req.Worktree = &session.WorktreeRequest{Branch: p.WorktreeBranch, Dir: p.WorktreeDir}
 	} else if p.WorktreeBranch != "" || p.WorktreeDir != "" {
@@ -86,6 +110,7 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		req.Desktop, req.KeepDesktop = p.Desktop, p.KeepDesktop
 		req.Env, req.Unset = append(req.Env, set...), unset
 		info, err := d.sessions.Spawn(ctx, req)
 		if err != nil {
@@ -95,6 +120,20 @@ func (d *Daemon) spawn(ctx context.Context, call *Call) (any, error) {
 		return sessionStatus(info), nil
 	}
 	info, err := d.sessions.Spawn(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return sessionStatus(info), nil
+}
+
+// restart answers agent.restart: an ended session's program started
+// again (a running one with force).
+func (d *Daemon) restart(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.RestartParams](call)
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.sessions.Restart(ctx, session.RestartRequest{Name: p.Name, Force: p.Force})
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +154,20 @@ func (d *Daemon) diff(ctx context.Context, call *Call) (any, error) {
 		Patch: r.Patch, Untracked: r.Untracked}, nil
 }
 
+// approve answers agent.approve: an agent CLI's prompt answered as a
+// person would.
+func (d *Daemon) approve(ctx context.Context, call *Call) (any, error) {
+	p, err := decodeParams[wire.ApproveParams](call)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.sessions.Approve(ctx, p.Name, p.Deny, p.PromptID)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ApproveResult{Name: r.Name, PromptID: r.PromptID, Choice: r.Choice, Kind: r.Kind, Tool: r.Tool, Subject: r.Subject}, nil
+}
+
 func (d *Daemon) status(ctx context.Context, call *Call) (any, error) {
 	p, err := decodeParams[wire.NameParams](call)
 	if err != nil {
@@ -124,7 +177,11 @@ func (d *Daemon) status(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sessionStatus(info), nil
+	st := sessionStatus(info)
+	if l, ok := d.sessions.(leaseSessions); ok {
+		st.Lease = wireLease(l.LeaseOf(p.Name))
+	}
+	return st, nil
 }
 
 func (d *Daemon) list(ctx context.Context, call *Call) (any, error) {
@@ -153,9 +210,19 @@ func sessionRow(r *session.ListEntry) wire.SessionRow {
 	cmd, cut := cutCommand(r.Command, wire.ListCommandBytes)
 	return wire.SessionRow{
 		Name: r.Name, Status: wire.Status(r.Status), PID: r.PID, Command: cmd, CommandCut: cut, CreatedAt: r.CreatedAt,
-		AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Termination: wire.Termination(r.Termination),
-		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor),
+		AgeMS: r.Age.Milliseconds(), LastActivity: r.LastActivity, Input: wire.Input(r.Input),
+		Agent: r.Agent, State: r.State, StateSince: r.Since, Termination: wire.Termination(r.Termination),
+		ExitCode: r.ExitCode, Signal: r.Signal, Reason: r.Reason, SilentMS: silentMS(r.SilentFor), Restarts: r.Restarts,
+		Lease: wireLease(r.Lease),
 	}
+}
+
+// wireLease is a lease on the wire, nil for none.
+func wireLease(l *session.Lease) *wire.SessionLease {
+	if l == nil {
+		return nil
+	}
+	return &wire.SessionLease{Holder: l.Holder, Since: l.Since}
 }
 
 // cutCommand returns argv kept to max bytes (of the strings themselves):
@@ -239,6 +306,22 @@ func appendRow(dst []byte, r *wire.SessionRow) []byte {
 		dst = append(dst, `,"last_activity":`...)
 		dst = appendJSONTime(dst, r.LastActivity)
 	}
+	if r.Input != "" {
+		dst = append(dst, `,"input":`...)
+		dst = appendJSONString(dst, string(r.Input))
+	}
+	if r.Agent != "" {
+		dst = append(dst, `,"agent":`...)
+		dst = appendJSONString(dst, r.Agent)
+	}
+	if r.State != "" {
+		dst = append(dst, `,"state":`...)
+		dst = appendJSONString(dst, r.State)
+	}
+	if !r.StateSince.IsZero() {
+		dst = append(dst, `,"state_since":`...)
+		dst = appendJSONTime(dst, r.StateSince)
+	}
 	if r.Termination != "" {
 		dst = append(dst, `,"termination":`...)
 		dst = appendJSONString(dst, string(r.Termination))
@@ -258,6 +341,17 @@ func appendRow(dst []byte, r *wire.SessionRow) []byte {
 	if r.SilentMS != 0 {
 		dst = append(dst, `,"silent_ms":`...)
 		dst = strconv.AppendInt(dst, r.SilentMS, 10)
+	}
+	if r.Restarts != 0 {
+		dst = append(dst, `,"restarts":`...)
+		dst = strconv.AppendInt(dst, int64(r.Restarts), 10)
+	}
+	if r.Lease != nil {
+		dst = append(dst, `,"lease":{"holder":`...)
+		dst = appendJSONString(dst, r.Lease.Holder)
+		dst = append(dst, `,"since":`...)
+		dst = appendJSONTime(dst, r.Lease.Since)
+		dst = append(dst, '}')
 	}
 	return append(dst, '}')
 }
@@ -370,7 +464,8 @@ func (d *Daemon) ask(ctx context.Context, call *Call) (any, error) {
 
 func askResult(r *session.AskResult) *wire.AskResult {
 	return &wire.AskResult{Name: r.Name, Answer: r.Answer, Prompt: r.Prompt, Truncated: r.Truncated, Screen: r.Screen, Reason: wire.AskReason(r.Reason),
-		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent}
+		ElapsedMS: r.Elapsed.Milliseconds(), FromSeq: r.FromSeq, ToSeq: r.ToSeq, Pasted: r.Pasted, Resent: r.Resent,
+		ReadySignal: wire.ReadySignal(r.ReadySignal), Continued: r.Continued}
 }
 
 func (d *Daemon) send(ctx context.Context, call *Call) (any, error) {
@@ -403,7 +498,7 @@ func (d *Daemon) wait(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := session.WaitRequest{Name: p.Name, Until: p.Until, Exit: p.Exit}
+	req := session.WaitRequest{Name: p.Name, Until: p.Until, Exit: p.Exit, Ready: p.Ready, States: p.States}
 	if req.Idle, err = msDuration(p.IdleMS, "idle_ms"); err != nil {
 		return nil, err
 	}
@@ -436,6 +531,7 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 		ExitCode: i.ExitCode, Signal: i.Signal, Reason: i.Reason, WorkerPID: i.WorkerPID, ProgramPID: i.ProgramPID,
 		Cols: i.Cols, Rows: i.Rows, Bytes: i.Bytes, Events: i.Events, Asks: i.Asks,
 		Argv: m.Argv, Cwd: m.Cwd, EnvKeys: m.EnvKeys, CreatedAt: m.CreatedAt, StartedAt: m.StartedAt, LastActivity: i.LastActivity,
+		Input: wire.Input(i.Input), Agent: i.Agent, State: i.State, StateSince: i.Since, StateDetail: stateDetail(i.Detail),
 		SilentMS: silentMS(i.SilentFor),
 	}
 	if m.EndedAt != nil {
@@ -445,7 +541,25 @@ func sessionStatus(i *session.Info) *wire.SessionStatus {
 	if w := m.Worktree; w != nil {
 		s.Worktree = &wire.Worktree{Repo: w.Repo, Path: w.Path, Branch: w.Branch, Base: w.Base}
 	}
+	s.Restart, s.Restarts, s.BootID = wire.RestartPolicy(m.Restart), m.Restarts, m.BootID
+	s.Agent, s.ResumeID, s.Command = m.Agent, m.ResumeID, m.Command
+	s.Conversation, s.Transcript = m.ConversationID, m.TranscriptPath
+	if h := i.Hooks; h != nil {
+		s.Hooks = &wire.HookStatus{Wired: h.Wired, How: h.How, Why: h.Why, Count: h.Count, Last: h.Last}
+	}
 	return s
+}
+
+// stateDetail is what an agent's state asks, on the wire.
+func stateDetail(d *agentstate.Detail) *wire.StateDetail {
+	if d == nil {
+		return nil
+	}
+	w := &wire.StateDetail{Kind: string(d.Kind), Tool: d.Tool, Subject: d.Subject, Question: d.Question, Message: d.Message, PromptID: d.PromptID}
+	for _, c := range d.Choices {
+		w.Choices = append(w.Choices, wire.StateChoice{Label: c.Label, Role: string(c.Role)})
+	}
+	return w
 }
 
 // silentMS is a silence on the wire: whole milliseconds, at least 1 for

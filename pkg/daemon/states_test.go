@@ -57,13 +57,13 @@ func TestDomainValuesHaveWireTwins(t *testing.T) {
 		[]string{string(wire.WaitReasonMatched), string(wire.WaitReasonIdle), string(wire.WaitReasonExited)})
 	pairs("reconcile actions",
 		[]string{session.ActionAttached, session.ActionMarkedDead, session.ActionUnreachable, session.ActionEnded,
-			session.ActionBroken, session.ActionOrphanWorker, session.ActionRemovedLeftover},
+			session.ActionBroken, session.ActionOrphanWorker, session.ActionRemovedLeftover, session.ActionRestarted},
 		[]string{string(wire.ReconcileAttached), string(wire.ReconcileMarkedDead), string(wire.ReconcileLeftUnknown), string(wire.ReconcileEnded),
-			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover)})
+			string(wire.ReconcileBroken), string(wire.ReconcileOrphanWorker), string(wire.ReconcileRemovedLeftover), string(wire.ReconcileRestarted)})
 
 	ds, ws = nil, nil
 	for _, e := range []session.EventType{session.EventOutput, session.EventInput, session.EventAsk, session.EventAnswer,
-		session.EventResize, session.EventSignal, session.EventExit, session.EventMarker, session.EventGap} {
+		session.EventResize, session.EventSignal, session.EventExit, session.EventMarker, session.EventGap, session.EventRestarted} {
 		ds = append(ds, string(e))
 	}
 	for _, e := range wire.EventTypes {

@@ -18,8 +18,12 @@ import (
 )
 
 // TestMain makes the test binary a desktop worker when a Manager starts it
-// (the worker's environment names its directory).
+// (the worker's environment names its directory), or a stand-in X server
+// when a test's script runs it so (fakeX).
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeXEnv) != "" {
+		os.Exit(fakeX(os.Args[1:]))
+	}
 	if os.Getenv("AGENTD_DESKTOP_DIR") != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		code := RunWorker(ctx, nil, os.Stderr)
@@ -102,15 +106,44 @@ func TestNewDesktopAnswersAndRmLeavesNothing(t *testing.T) {
 	if ls := m.List(); len(ls) != 1 || ls[0].Status != StatusRunning {
 		t.Fatalf("list %+v", ls)
 	}
+	// The worker's control socket is its owner's alone, and takes the
+	// clipboard's text.
+	if st, err := os.Lstat(d.Control); err != nil || st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 {
+		t.Fatalf("control socket %q: %v %v, want a socket of mode 0600", d.Control, st, err)
+	}
+	if err := m.ClipSet(context.Background(), "d1", "from the worker"); err != nil {
+		t.Fatalf("clip set: %v", err)
+	}
+	if err := m.ClipSet(context.Background(), "nope", "x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("clip set on no desktop: %v, want ErrNotFound", err)
+	}
+	// The bus starts when its first client connects: none runs idle, and
+	// a client's call is answered.
+	if d.Bus != "unix:path="+filepath.Join(m.opts.RuntimeDir, "d1.bus") || d.DBus.PID != 0 {
+		t.Errorf("bus %q, pid %d; want the socket's address and no bus yet", d.Bus, d.DBus.PID)
+	}
+	var bus member
+	if _, err := exec.LookPath("dbus-send"); err == nil {
+		out, err := exec.Command("dbus-send", "--bus="+d.Bus, "--print-reply", "--dest=org.freedesktop.DBus",
+			"/org/freedesktop/DBus", "org.freedesktop.DBus.GetId").CombinedOutput()
+		if err != nil {
+			t.Fatalf("the desktop's bus does not answer: %v %s", err, out)
+		}
+		await(t, "the bus recorded in the manifest", 5*time.Second, func() bool {
+			nd, err := m.Get("d1")
+			bus = nd.DBus
+			return err == nil && bus.PID > 0 && bus.alive(d.Worker.PID)
+		})
+	}
 	if err := m.Remove(context.Background(), "d1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{socketPath(d.Number), lockPath(d.Number), d.Authority, filepath.Dir(d.Authority)} {
+	for _, p := range []string{socketPath(d.Number), lockPath(d.Number), d.Authority, d.Control, filepath.Dir(d.Authority)} {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is left after rm (%v)", p, err)
 		}
 	}
-	for _, p := range []member{d.Worker, d.Server, d.DBus} {
+	for _, p := range []member{d.Worker, d.Server, bus} {
 		if p.PID > 0 && p.alive(0) {
 			t.Errorf("process %d is left after rm", p.PID)
 		}
@@ -145,7 +178,7 @@ func TestServerKilledByHandIsNoticedAndCleaned(t *testing.T) {
 	await(t, "the worker to end", 5*time.Second, func() bool { return !d.Worker.alive(0) })
 }
 
-func TestWholeGroupKilledIsNoticedBySweep(t *testing.T) {
+func TestWholeGroupKilledIsNoticedByList(t *testing.T) {
 	needXvfb(t)
 	t.Parallel()
 	m := newManager(t, 1340, 1359, nil)

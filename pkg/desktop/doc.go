@@ -11,7 +11,8 @@
 //
 // It knows nothing of the wire, the screen or sessions: it must not import
 // pkg/wire, pkg/daemon, pkg/session or pkg/capture. It exports Go types and
-// the sentinel errors in errors.go, which pkg/daemon maps to wire codes.
+// the sentinel errors in errors.go, each of an internal/errkind kind, which
+// pkg/daemon maps to a wire code.
 //
 // # Decisions
 //
@@ -40,15 +41,20 @@
 //     another layout is set with setxkbmap before the desktop is reported
 //     ready.
 //   - Ending a desktop ends its process group: SIGTERM, then SIGKILL after
-//     StopGrace, and then the X socket, the lock file, the cookie and the
-//     bus socket are removed. The group is signalled only while one of its
-//     recorded members (worker or server, by pid and start time) is still
-//     alive in it, so a reused group id is never hit.
+//     StopGrace. The group is signalled only while one of its recorded
+//     members (worker or server, by pid and start time) is still alive in
+//     it, so a reused group id is never hit. Then every recorded member
+//     still alive anywhere (one that left the group) is ended through a
+//     pidfd, and only once each is confirmed gone are the X socket, the
+//     lock file, the cookie and the bus socket removed: a server judged
+//     while it still lives keeps its socket, and leaves it when it ends
+//     later. A member that outlives SIGKILL fails the rm (ErrBusy) and the
+//     desktop is kept for another.
 //   - A server that dies is noticed by its worker (it is the worker's
 //     child), which marks the manifest dead with the reason, ends the rest
 //     of the group and cleans up; when the whole group is gone at once (kill
-//     -9 of the group), Sweep notices (the probe fails and no member lives)
-//     and does the same. Nothing is ever restarted: a dead desktop stays
+//     -9 of the group), List notices (the probe fails and no member lives)
+//     and does the same. No server is ever restarted: a dead desktop stays
 //     listed as dead until it is removed, so a crash cannot loop.
 //   - Xvnc, when installed, is the default server (Spec.Server or
 //     Options.DefaultServer say otherwise): one process for the
@@ -71,6 +77,24 @@
 //   - Resize (Xvnc only) goes through RandR with xrandr, and its result is
 //     the server's word: the size in a fresh connection setup's answer,
 //     which is also what List reports.
-//   - The window manager is not waited for: the desktop is ready when its
-//     server is. A window manager that dies is recorded, not restarted.
+//   - The window manager starts with the desktop's first window, not with
+//     the desktop (wm.go): the worker watches the root window and starts
+//     openbox when a top-level window is first mapped, naming that window
+//     _NET_ACTIVE_WINDOW so openbox gives it the focus; openbox adopts the
+//     windows already shown. An idle desktop runs none (openbox is about
+//     19.5 MB resident, more than the rest of an idle desktop over its X
+//     server), and the desktop is ready when its server is. A window
+//     manager that exits is started again at most three times in the
+//     desktop's life, then the desktop goes on without one and its Reason
+//     says so: a manager that cannot run cannot loop. Desktop.WMState says
+//     which of these states it is in.
+//   - The D-Bus session bus is started on demand: the worker listens on
+//     the bus's socket (so the address a program gets is valid from the
+//     start) and starts dbus-daemon on it, by systemd's socket-activation
+//     protocol, when the first client connects. An idle desktop runs no
+//     bus (dbus-daemon is about 4.5 MB resident), and the desktop is ready
+//     without waiting for one.
+//   - What a desktop keeps must live in its worker, which outlives agentd:
+//     the clipboard's text is owned by the worker's own X connection,
+//     handed over on the worker's control socket (control.go).
 package desktop

@@ -50,7 +50,7 @@ type Options struct {
 	// StateDir is agentd's state directory; desktops live in
 	// StateDir/desktops/<name>/. Required.
 	StateDir string
-	// RuntimeDir holds the desktops' D-Bus sockets; it must be short (a
+	// RuntimeDir holds the desktops' D-Bus and control sockets; it must be short (a
 	// socket path fits in 108 bytes). The daemon passes its socket's
 	// directory plus "/desktops". Required.
 	RuntimeDir string
@@ -230,6 +230,7 @@ func (m *Manager) New(ctx context.Context, spec Spec) (*Desktop, error) {
 		ws.DBusDaemon = p
 		ws.BusPath = filepath.Join(m.opts.RuntimeDir, spec.Name+".bus")
 	}
+	ws.ControlPath = filepath.Join(m.opts.RuntimeDir, spec.Name+".ctl")
 	ready, err := m.startWorker(ctx, ws)
 	if err != nil {
 		return nil, err
@@ -424,9 +425,10 @@ func (m *Manager) Get(name string) (*Desktop, error) {
 }
 
 // List returns every desktop, judged by its X socket: a running desktop
-// whose server is gone along with its worker is marked dead and cleaned
-// (Sweep); one whose server accepts but does not answer is reported
-// unresponsive.
+// whose server is gone along with its worker is marked dead and cleaned;
+// one whose server accepts but does not answer is reported unresponsive.
+// The daemon calls it on a timer too, so a dead desktop is noticed without
+// anyone asking.
 func (m *Manager) List() []Desktop {
 	var ds []*Desktop
 	for _, n := range m.names() {
@@ -555,8 +557,13 @@ func (m *Manager) markDead(d *Desktop, reason string) {
 	if _, err := os.Stat(filepath.Join(m.path(d.Name), manifestName)); err != nil {
 		return // removed meanwhile
 	}
-	endGroup(d.Worker.PID, []member{d.Worker, d.Server, d.WindowManager, d.DBus}, m.opts.StopGrace)
-	m.clean(d)
+	if err := m.end(d); err != nil {
+		// Its files stay for a later rm: cleaning under a live server
+		// would leave its socket once it ends.
+		m.log.Warn().Err(err).Str("desktop", d.Name).Msg("ending a dead desktop's processes")
+	} else {
+		m.clean(d)
+	}
 	d.Status, d.Reason = StatusDead, reason
 	if err := writeManifest(m.path(d.Name), d); err != nil {
 		m.log.Warn().Err(err).Str("desktop", d.Name).Msg("marking a dead desktop")
@@ -564,6 +571,25 @@ func (m *Manager) markDead(d *Desktop, reason string) {
 	m.log.Warn().Str("desktop", d.Name).Str("reason", reason).Msg("desktop died")
 }
 
+// end ends a desktop's processes and confirms that each recorded one is
+// gone: its process group first (endGroup), then any member still alive
+// outside it, by pid (endMembers). Only then may its files go: a server
+// still alive when its socket is judged keeps it (it answers), and leaves
+// it behind when it ends later, killed, without unlinking it. ErrBusy when
+// a member outlives SIGKILL; the desktop is left for another rm.
+func (m *Manager) end(d *Desktop) error {
+	members := []member{d.Worker, d.Server, d.WindowManager, d.DBus}
+	endGroup(d.Worker.PID, members, m.opts.StopGrace)
+	if left := endMembers(members, m.opts.StopGrace); len(left) > 0 {
+		return errorf(ErrBusy, "desktop %q: process %d is still running %s after SIGKILL (stuck in the kernel); try agentctl desktop rm %s again in a moment",
+			d.Name, left[0].PID, killWait, d.Name)
+	}
+	return nil
+}
+
+// clean removes a desktop's files once its processes are gone (end): the
+// X socket and lock unless another server holds the number now, the
+// cookie, the server log, the bus and RFB sockets.
 func (m *Manager) clean(d *Desktop) {
 	if d.Number > 0 && probeOurs(d) != nil {
 		cleanDisplay(d.Number, d.Server.PID)
@@ -571,6 +597,9 @@ func (m *Manager) clean(d *Desktop) {
 	os.Remove(filepath.Join(m.path(d.Name), authorityName))
 	os.Remove(filepath.Join(m.path(d.Name), "server.log"))
 	os.Remove(filepath.Join(m.opts.RuntimeDir, d.Name+".bus"))
+	if d.Control != "" {
+		os.Remove(d.Control)
+	}
 	if d.RFB != "" {
 		os.Remove(d.RFB)
 	}
@@ -584,14 +613,11 @@ func probeOurs(d *Desktop) error {
 	return probe(d.Number, cookie, 200*time.Millisecond)
 }
 
-// Sweep judges every running desktop (List does the same and returns
-// them); the daemon calls it on a timer so a dead desktop is noticed
-// without anyone asking.
-func (m *Manager) Sweep() { m.List() }
-
 // Remove ends a desktop's process group (SIGTERM, SIGKILL after the grace)
-// and removes its socket, lock, cookie, bus socket and directory.
-// ErrNotFound when there is none.
+// and any recorded process that left it, confirms that they are gone, and
+// only then removes its socket, lock, cookie, bus socket and directory.
+// ErrNotFound when there is none; ErrBusy when a process outlives SIGKILL
+// (the desktop is kept, for another rm).
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
@@ -632,7 +658,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	endGroup(d.Worker.PID, []member{d.Worker, d.Server, d.WindowManager, d.DBus}, m.opts.StopGrace)
+	if err := m.end(d); err != nil {
+		return err
+	}
 	m.clean(d)
 	if err := os.RemoveAll(m.path(name)); err != nil {
 		return fmt.Errorf("remove desktop %q: %w", name, err)

@@ -39,6 +39,11 @@ type Desktop struct {
 	// RFB is the Unix socket (mode 0600, in a 0700 directory) on which an
 	// Xvnc desktop serves RFB; "" for Xvfb.
 	RFB string `json:"rfb,omitempty"`
+	// Control is the worker's control socket (mode 0600, in the 0700
+	// runtime directory): the Manager asks the worker for what must
+	// outlive agentd, such as owning the clipboard. "" for a desktop made
+	// before it existed.
+	Control string `json:"control,omitempty"`
 	// Authority is the cookie file (XAUTHORITY for the desktop's programs).
 	Authority string `json:"authority"`
 	// Bus is the desktop's D-Bus session bus address, "" when dbus-daemon
@@ -47,11 +52,14 @@ type Desktop struct {
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Worker, Server, WindowManager and DBus are the group's processes.
-	Worker        member    `json:"worker"`
-	Server        member    `json:"server"`
-	WindowManager member    `json:"window_manager,omitzero"`
-	DBus          member    `json:"dbus,omitzero"`
-	CreatedAt     time.Time `json:"created_at"`
+	Worker        member `json:"worker"`
+	Server        member `json:"server"`
+	WindowManager member `json:"window_manager,omitzero"`
+	// WMPending is true while the window manager waits for the desktop's
+	// first window to start (wm.go); see WMState.
+	WMPending bool      `json:"wm_pending,omitempty"`
+	DBus      member    `json:"dbus,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
 	// Session is the session the desktop was made for (spawn --desktop
 	// new); it goes away with it unless Keep.
 	Session string `json:"session,omitempty"`

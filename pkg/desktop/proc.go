@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procStart returns a process's start time (field 22 of /proc/PID/stat) and
@@ -96,4 +98,85 @@ func waitGone(pgid int, d time.Duration) bool {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// killWait bounds the wait for a process to end after SIGKILL. The kernel
+// ends it at once unless it sleeps uninterruptibly (a page fault under
+// memory pressure, a hung mount); past this the process is reported alive.
+const killWait = 5 * time.Second
+
+// endMembers ends the recorded members still alive, in any group (one
+// that left the desktop's group is not reached by endGroup): SIGTERM,
+// SIGKILL after grace, then up to killWait for them to end. Each signal
+// goes through a pidfd opened while the pid still names the recorded
+// process (its start time matches), so a reused pid is never hit. It
+// returns the members still alive at the end: none, unless one would not
+// die.
+func endMembers(members []member, grace time.Duration) []member {
+	type proc struct {
+		m  member
+		fd int // a pidfd, or -1 (kernel without pidfds: signal by pid)
+	}
+	var ps []proc
+	for _, m := range members {
+		if m.PID <= 0 {
+			continue
+		}
+		fd, err := unix.PidfdOpen(m.PID, 0)
+		if err != nil {
+			fd = -1
+		}
+		if !m.alive(0) { // checked after the open: the pidfd is the recorded process's
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			continue
+		}
+		ps = append(ps, proc{m, fd})
+	}
+	defer func() {
+		for _, p := range ps {
+			if p.fd >= 0 {
+				unix.Close(p.fd)
+			}
+		}
+	}()
+	signal := func(sig syscall.Signal) {
+		for _, p := range ps {
+			if p.fd >= 0 {
+				unix.PidfdSendSignal(p.fd, sig, nil, 0)
+			} else if p.m.alive(0) {
+				syscall.Kill(p.m.PID, sig)
+			}
+		}
+	}
+	left := func() []member {
+		var out []member
+		for _, p := range ps {
+			if p.m.alive(0) {
+				out = append(out, p.m)
+			}
+		}
+		return out
+	}
+	wait := func(d time.Duration) bool {
+		end := time.Now().Add(d)
+		for len(left()) > 0 {
+			if time.Now().After(end) {
+				return false
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return true
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	signal(syscall.SIGTERM)
+	if wait(grace) {
+		return nil
+	}
+	signal(syscall.SIGKILL)
+	wait(killWait)
+	return left()
 }

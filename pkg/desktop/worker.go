@@ -13,8 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/BurntSushi/xgb"
+	"golang.org/x/sys/unix"
 )
 
 // WorkerArg is the first argument that makes the agentd binary a desktop
@@ -23,16 +27,18 @@ const WorkerArg = "desktop-worker"
 
 // workerSpec is what the Manager hands a new worker over the socket pair.
 type workerSpec struct {
-	Desktop    Desktop       `json:"desktop"`
-	Dir        string        `json:"dir"`
-	Candidates []int         `json:"candidates"`
-	Server     string        `json:"server"`
-	WMPath     string        `json:"wm_path,omitempty"`
-	SetXkbMap  string        `json:"setxkbmap,omitempty"`
-	DBusDaemon string        `json:"dbus_daemon,omitempty"`
-	BusPath    string        `json:"bus_path,omitempty"`
-	Timeout    time.Duration `json:"timeout"`
-	Grace      time.Duration `json:"grace"`
+	Desktop    Desktop `json:"desktop"`
+	Dir        string  `json:"dir"`
+	Candidates []int   `json:"candidates"`
+	Server     string  `json:"server"`
+	WMPath     string  `json:"wm_path,omitempty"`
+	SetXkbMap  string  `json:"setxkbmap,omitempty"`
+	DBusDaemon string  `json:"dbus_daemon,omitempty"`
+	BusPath    string  `json:"bus_path,omitempty"`
+	// ControlPath is the worker's control socket (control.go).
+	ControlPath string        `json:"control_path,omitempty"`
+	Timeout     time.Duration `json:"timeout"`
+	Grace       time.Duration `json:"grace"`
 }
 
 // workerReady is the worker's report: the desktop, or why it did not
@@ -94,6 +100,18 @@ type worker struct {
 	server, wm, bus *exec.Cmd
 	serverDone      chan error
 	wmDone, busDone chan error
+
+	watchMu  sync.Mutex    // guards wmWatch
+	wmWatch  *xgb.Conn     // watches the root for the first window (wm.go)
+	wmWanted chan struct{} // closed when that window is shown
+	wmStarts int           // how many times the window manager was started
+
+	busL      *os.File      // the bus's listening socket until its first client
+	busWanted chan struct{} // closed when that client connects
+
+	ctl    *net.UnixListener // the control socket, nil when there is none
+	clipMu sync.Mutex        // guards clip
+	clip   *clipOwner        // the clipboard's owner, once text was set
 }
 
 // baseEnv is the environment of the desktop's processes: the worker's,
@@ -121,34 +139,17 @@ func (w *worker) start(ctx context.Context) workerReady {
 	}
 	deadline := time.Now().Add(w.spec.Timeout)
 	t0 := time.Now()
-	// The bus starts beside the server (it needs no display to start,
-	// only to hand its activated services): the two together take the
-	// time of the slower one. Its DISPLAY is the first candidate's; on
-	// the rare collision it is started again with the right one.
 	if len(w.spec.Candidates) == 0 {
 		return workerReady{Busy: true, Error: "no display number to try"}
 	}
-	first := w.spec.Candidates[0]
-	w.d.Number, w.d.Display = first, ":"+strconv.Itoa(first)
-	busDone := make(chan error, 1)
-	if w.spec.DBusDaemon != "" {
-		env := w.baseEnv()
-		go func() { busDone <- w.startBus(ctx, deadline, env) }()
-	} else {
-		busDone <- nil
-	}
-	serverErr, busy := w.startAnyServer(ctx, deadline)
-	busErr := <-busDone
-	tServer := time.Since(t0)
-	if serverErr != nil {
+	if serverErr, busy := w.startAnyServer(ctx, deadline); serverErr != nil {
 		return workerReady{Busy: busy, Error: serverErr.Error()}
 	}
-	if busErr != nil {
-		return fail("%v", busErr)
-	}
-	if w.bus != nil && w.d.Number != first {
-		w.stopBus()
-		if err := w.startBus(ctx, deadline, w.baseEnv()); err != nil {
+	tServer := time.Since(t0)
+	// The bus is started when its first client connects (listenBus): an
+	// idle desktop runs none.
+	if w.spec.DBusDaemon != "" {
+		if err := w.listenBus(); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -159,23 +160,25 @@ func (w *worker) start(ctx context.Context) workerReady {
 			return fail("%v", err)
 		}
 	}
+	// The worker's own X connections (the first-window watch, the
+	// clipboard's owner) use the desktop's cookie; its children get theirs
+	// from baseEnv.
+	os.Setenv("XAUTHORITY", w.d.Authority)
 	if w.d.WM == WMOpenbox {
-		cmd := exec.Command(w.spec.WMPath, "--sm-disable")
-		cmd.Env = w.programEnv()
-		cmd.Stdout, cmd.Stderr = w.log, w.log
-		cmd.Dir = "/"
-		if err := cmd.Start(); err != nil {
-			return fail("start the window manager %s: %v", w.spec.WMPath, err)
+		// Started when the first window is shown (wm.go).
+		if err := w.watchFirstWindow(); err != nil {
+			return fail("%v", err)
 		}
-		w.wm = cmd
-		w.wmDone = waitFor(cmd)
-		w.d.WindowManager = memberOf(cmd.Process.Pid)
+		w.d.WMPending = true
+	}
+	if err := w.listenControl(); err != nil {
+		return fail("%v", err)
 	}
 	w.d.Status = StatusRunning
 	if err := writeManifest(w.spec.Dir, &w.d); err != nil {
 		return fail("%v", err)
 	}
-	fmt.Fprintf(w.log, "desktop %s ready on %s: server and bus in %s, all in %s\n", w.d.Name, w.d.Display,
+	fmt.Fprintf(w.log, "desktop %s ready on %s: server in %s, all in %s\n", w.d.Name, w.d.Display,
 		tServer.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	return workerReady{OK: true, Desktop: &w.d}
 }
@@ -332,47 +335,80 @@ func (w *worker) setLayout(ctx context.Context) error {
 	return nil
 }
 
-// startBus starts the desktop's D-Bus session bus on a socket of its own
-// and waits for it to print its address.
-func (w *worker) startBus(ctx context.Context, deadline time.Time, env []string) error {
-	r, wr, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+// listenBus opens the desktop's D-Bus socket and waits, without a thread,
+// for its first client; serve then starts the bus on it (startBus). So the
+// address programs get is valid from the start, and an idle desktop
+// costs no bus: dbus-daemon is about 4.5 MB resident.
+func (w *worker) listenBus() error {
 	os.Remove(w.spec.BusPath) // a socket left by a killed bus of this name
-	cmd := exec.Command(w.spec.DBusDaemon, "--session", "--nofork", "--nopidfile",
-		"--address=unix:path="+w.spec.BusPath, "--print-address=3")
-	cmd.Env = env
-	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = w.log, w.log
-	cmd.ExtraFiles = []*os.File{wr}
-	err = cmd.Start()
-	wr.Close()
+	// A socket of its own rather than a net.Listener: a listener's
+	// RawConn cannot wait for readability, an os.File's can (through the
+	// poller), and closing the file does not unlink the path.
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("start the D-Bus session bus %s: %v", w.spec.DBusDaemon, err)
+		return fmt.Errorf("the desktop's D-Bus socket: %v", err)
 	}
-	done := waitFor(cmd)
-	r.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now()) })
-	defer stop()
-	line, rerr := bufio.NewReader(r).ReadString('\n')
-	if rerr != nil {
-		cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("the desktop's D-Bus session bus did not start: %v", rerr)
+	f := os.NewFile(uintptr(fd), w.spec.BusPath)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: w.spec.BusPath}); err != nil {
+		f.Close()
+		return fmt.Errorf("the desktop's D-Bus socket %s: %v", w.spec.BusPath, err)
 	}
-	w.bus, w.busDone = cmd, done
-	w.d.Bus = strings.TrimSpace(line)
-	w.d.DBus = memberOf(cmd.Process.Pid)
+	err = os.Chmod(w.spec.BusPath, 0o600)
+	if err == nil {
+		err = unix.Listen(fd, 64)
+	}
+	raw, rerr := f.SyscallConn()
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("the desktop's D-Bus socket %s: %v", w.spec.BusPath, err)
+	}
+	w.busL, w.d.Bus = f, "unix:path="+w.spec.BusPath
+	wanted := make(chan struct{})
+	w.busWanted = wanted
+	go func() {
+		// Read's function is called again once the socket is readable:
+		// a connection waits to be accepted. An error is the socket
+		// closed (the desktop ends): no bus then.
+		polled := false
+		if raw.Read(func(uintptr) bool { done := polled; polled = true; return done }) == nil {
+			close(wanted)
+		}
+	}()
 	return nil
 }
 
-// stopBus ends the bus started for the wrong display.
-func (w *worker) stopBus() {
-	w.bus.Process.Signal(syscall.SIGTERM)
-	<-w.busDone
-	w.bus, w.busDone, w.d.Bus, w.d.DBus = nil, nil, "", member{}
+// startBus starts the desktop's D-Bus session bus on the socket listenBus
+// holds, handed over as systemd's socket activation does (LISTEN_FDS,
+// LISTEN_PID, --address=systemd:), so the client that connected first is
+// served by it.
+func (w *worker) startBus() error {
+	f := w.busL
+	w.busL = nil
+	defer f.Close() // the bus has its own copy
+	var env []string
+	for _, kv := range w.baseEnv() {
+		if !strings.HasPrefix(kv, "LISTEN_") {
+			env = append(env, kv)
+		}
+	}
+	// LISTEN_PID must be the bus's own pid, known only after the fork:
+	// the shell sets it to its own and execs the bus, which keeps the pid.
+	cmd := exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, w.spec.DBusDaemon,
+		"--session", "--nofork", "--nopidfile", "--address=systemd:")
+	cmd.Env = append(env, "LISTEN_FDS=1")
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the D-Bus session bus %s: %v", w.spec.DBusDaemon, err)
+	}
+	w.bus, w.busDone = cmd, waitFor(cmd)
+	w.d.DBus = memberOf(cmd.Process.Pid)
+	writeManifest(w.spec.Dir, &w.d)
+	return nil
 }
 
 // serve owns the desktop until its server dies or ctx ends.
@@ -390,12 +426,20 @@ func (w *worker) serve(ctx context.Context) {
 			w.cleanup()
 			w.markDead(fmt.Sprintf("the X server exited (%v)", exitText(err)))
 			return
+		case <-w.wmWanted:
+			w.stopWatch()
+			if err := w.startWM(); err != nil {
+				fmt.Fprintf(w.log, "%v\n", err)
+				w.d.Reason = err.Error()
+				writeManifest(w.spec.Dir, &w.d)
+			}
 		case err := <-w.wmDone:
-			w.wm, w.wmDone = nil, nil
-			fmt.Fprintf(w.log, "the window manager exited (%v); the desktop goes on without one\n", exitText(err))
-			w.d.WindowManager = member{}
-			w.d.Reason = "the window manager exited (" + exitText(err) + ")"
-			writeManifest(w.spec.Dir, &w.d)
+			w.wmExited(err)
+		case <-w.busWanted:
+			w.busWanted = nil
+			if err := w.startBus(); err != nil {
+				fmt.Fprintf(w.log, "%v\n", err)
+			}
 		case err := <-w.busDone:
 			w.bus, w.busDone = nil, nil
 			fmt.Fprintf(w.log, "the D-Bus session bus exited (%v)\n", exitText(err))
@@ -458,6 +502,16 @@ func (w *worker) cleanup() {
 	}
 	if w.spec.BusPath != "" {
 		os.Remove(w.spec.BusPath)
+	}
+	w.stopWatch()
+	if w.ctl != nil {
+		w.ctl.Close() // unlinks the socket; ends serveControl
+	}
+	if w.busL != nil {
+		w.busL.Close() // ends listenBus's wait
+	}
+	if w.spec.ControlPath != "" {
+		os.Remove(w.spec.ControlPath)
 	}
 }
 

@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/agentd/agentd/internal/ttyready"
+	"github.com/agentd/agentd/pkg/termmodel"
 	"github.com/charmbracelet/x/ansi"
-	"golang.org/x/sys/unix"
 )
 
-// How an ask decides it is done (the README's "Asking" section says the
-// same for users):
+// How an ask decides it is done (the README's "How an ask decides it is
+// done" says the same for users). Where the kernel tells whether the
+// program waits for input, the ask goes by that (readiness.go: deliverRead,
+// decideRead, atReadyPoint); the rules below are the fallback where it
+// cannot (AskResult.ReadySignal says which), and until, idle and exit apply
+// to both:
 //
 //  1. It waits for the session's ask lock, then for the program to be ready:
 //     its prompt on the cursor's row and quiet for a moment. Before the
@@ -107,84 +108,10 @@ func question(text string) string {
 	return strings.TrimSuffix(text, "\n")
 }
 
-// promptShape is a learned prompt.
-type promptShape struct {
-	text string         // as seen, e.g. "In [3]: "
-	re   *regexp.Regexp // digit runs free: ^In \[\d+\]: $
-	end  string         // its last non-space character and the spaces after it
-}
-
-var digitsRE = regexp.MustCompile(`[0-9]+`)
-
-func learnPrompt(text string) *promptShape {
-	parts := digitsRE.Split(text, -1)
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
-	}
-	trimmed := strings.TrimRight(text, " ")
-	_, size := utf8.DecodeLastRuneInString(trimmed)
-	return &promptShape{text: text, re: regexp.MustCompile("^" + strings.Join(parts, `[0-9]+`) + "$"),
-		end: text[len(trimmed)-size:]}
-}
-
-// matches reports whether before (the cursor's row up to the cursor) shows
-// this prompt: the same shape, or, for a prompt whose words change (a shell
-// showing its directory), words and the same ending. A continuation prompt
-// ("   ...: ", "...> ") has no words, so it never passes for the prompt.
-func (p *promptShape) matches(before string) bool {
-	if p == nil {
-		return false
-	}
-	if p.re.MatchString(before) {
-		return true
-	}
-	return len(p.end) > 1 && strings.HasSuffix(before, p.end) && promptLike(before) && hasWord(before) && hasWord(p.text)
-}
-
-func hasWord(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
-}
-
-// promptLike reports whether before looks like a prompt: something other
-// than spaces, ending in punctuation or a symbol, possibly followed by
-// spaces (">>> ", "sqlite> ", "(gdb) ", "bash-5.2$ ", "In [3]: ", "❯ ").
-func promptLike(before string) bool {
-	t := strings.TrimRight(before, " ")
-	if t == "" {
-		return false
-	}
-	r, _ := utf8.DecodeLastRuneInString(t)
-	return unicode.IsPunct(r) || unicode.IsSymbol(r)
-}
-
-// echoRows is the fewest rows the echo of q takes, typed at column x of a
-// screen cols wide: continuation prompts can only add to it.
-func echoRows(q string, x, cols int) int {
-	n := 0
-	for i, l := range strings.Split(q, "\n") {
-		if i > 0 {
-			x = 0
-		}
-		n += max(1, (x+ansi.StringWidth(l)+cols-1)/cols)
-	}
-	return n
-}
-
-// echoEndX is the column the cursor stands at after the echo of q typed at
-// column x, and whether that is known: not for a line that fills the row
-// to its end, nor for the lines after a line break, whose continuation
-// prompt is unknown, unless there is none (exact only where no
-// continuation prompt can shift it: one line, or a paste).
-func echoEndX(q string, x, cols int) (int, bool) {
-	lines := strings.Split(q, "\n")
-	if len(lines) > 1 {
-		x = 0
-	}
-	end := x + ansi.StringWidth(lines[len(lines)-1])
-	if end > 0 && end%cols == 0 {
-		return 0, false
-	}
-	return end % cols, true
+// cursorX is the cursor's column.
+func cursorX(scr *termmodel.Screen) int {
+	x, _ := scr.Cursor()
+	return x
 }
 
 // ask delivers the question and collects the answer; see the top of this
@@ -217,8 +144,9 @@ func (w *worker) ask(ctx context.Context, p askParams) (*AskResult, error) {
 	}
 	defer func() { <-w.askSem }()
 
-	a := &asking{w: w, p: p, text: text, re: re, fallback: fallback, start: start}
-	if err := w.awaitReady(ctx, lockTimeout, fallback); err != nil {
+	a := &asking{w: w, p: p, text: text, re: re, fallback: fallback, start: start, poll: readyPollMin}
+	a.byRead = w.signalKnown()
+	if err := a.awaitReady(ctx, lockTimeout, fallback); err != nil {
 		if parent.Err() == nil && ctx.Err() != nil {
 			return nil, w.timeoutError("ask", timeout, "", 0)
 		}
@@ -336,9 +264,29 @@ func (w *worker) cancelAsk(id string) {
 	w.canceledAsks[id] = struct{}{}
 }
 
-// awaitReady waits until the program is ready for a question (see the top
-// of this file), learning its prompt, or fails after lockTimeout.
-func (w *worker) awaitReady(ctx context.Context, lockTimeout, fallback time.Duration) error {
+// awaitReady waits until the program is ready for a question, by the
+// kernel's word (awaitReadyRead) or else by the look of its prompt, and
+// decides whether the question continues an input the last ask left
+// incomplete.
+func (a *asking) awaitReady(ctx context.Context, lockTimeout, fallback time.Duration) error {
+	w := a.w
+	if !a.byRead {
+		return w.awaitReadyPrompt(ctx, lockTimeout, fallback)
+	}
+	if err := w.awaitReadyRead(ctx, lockTimeout); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	a.continued, err = w.continueCheckLocked(w.lookLocked())
+	return err
+}
+
+// awaitReadyPrompt waits until the program is ready for a question by the
+// look of its prompt (see the top of this file), learning it, or fails
+// after lockTimeout.
+func (w *worker) awaitReadyPrompt(ctx context.Context, lockTimeout, fallback time.Duration) error {
 	r := &readying{w: w, begin: time.Now(), lockTimeout: lockTimeout, fallback: fallback}
 	if err := w.watch(ctx, r.decide); err != nil {
 		return err
@@ -363,8 +311,8 @@ func (r *readying) decide() look {
 	}
 	scr := w.screenLocked()
 	quiet := time.Since(maxTime(w.lastOutput, w.man.StartedAt))
-	before, restBlank := scr.beforeCursor()
-	like := restBlank && promptLike(before)
+	before, restBlank := scr.BeforeCursor()
+	like := restBlank && termmodel.PromptLike(before)
 	ready, wait := r.readiness(quiet, before, restBlank, like)
 	// A program that never stops printing (a clock, a spinner) is never
 	// quiet: after settleMax it is as ready as it will be.
@@ -373,8 +321,8 @@ func (r *readying) decide() look {
 	}
 	if ready {
 		if like {
-			w.prompt = learnPrompt(before)
-		} else if !scr.alt && !(restBlank && w.prompt.matches(before)) {
+			w.prompt = termmodel.LearnPrompt(before)
+		} else if !scr.Alt() && !(restBlank && w.prompt.Matches(before)) {
 			w.prompt = nil
 		}
 		w.typed = true
@@ -383,7 +331,7 @@ func (r *readying) decide() look {
 	left := r.lockTimeout - time.Since(r.begin)
 	if left <= 0 {
 		r.err = errorf(ErrLockTimeout, "session %q is still busy: its prompt %q has not come back in %s (the cursor's row shows %q); wait for it (agentctl wait %s --until ...) or interrupt it (agentctl send %s --keys ctrl+c)",
-			w.spec.Name, w.prompt.text, r.lockTimeout, strings.TrimRight(before, " "), w.spec.Name, w.spec.Name)
+			w.spec.Name, w.prompt.Text(), r.lockTimeout, strings.TrimRight(before, " "), w.spec.Name, w.spec.Name)
 		return look{done: true}
 	}
 	if wait < 0 || wait > left {
@@ -401,9 +349,9 @@ func (r *readying) decide() look {
 func (r *readying) readiness(quiet time.Duration, before string, restBlank, like bool) (ready bool, wait time.Duration) {
 	w := r.w
 	switch {
-	case w.screenLocked().alt:
+	case w.screenLocked().Alt():
 		return quiet >= settleQuiet, settleQuiet - quiet
-	case restBlank && w.prompt.matches(before):
+	case restBlank && w.prompt.Matches(before):
 		return quiet >= promptSettle, promptSettle - quiet
 	case like && (w.prompt == nil || !w.typed):
 		return quiet >= settleQuiet, settleQuiet - quiet
@@ -426,23 +374,11 @@ func (r *readying) readiness(quiet time.Duration, before string, restBlank, like
 	return false, -1 // busy: the learned prompt has not come back
 }
 
-// foregroundReading reports whether the terminal's foreground process is
-// blocked reading its standard input (read on fd 0, from
-// /proc/PID/syscall, which the worker may read as the program's ancestor):
-// a program that prints no prompt and waits for a line. A program still
-// starting is not; nor is one waiting in select or poll, which this cannot
-// tell from other waits.
+// foregroundReading reports whether the kernel says the terminal's
+// foreground program is blocked reading it (readiness.go).
 func (w *worker) foregroundReading() bool {
-	pgrp, err := unix.IoctlGetInt(int(w.master.Fd()), unix.TIOCGPGRP)
-	if err != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pgrp) + "/syscall")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return len(f) >= 2 && f[0] == "0" && f[1] == "0x0" // read(0, ...)
+	st := w.lookLocked()
+	return st.Known && st.Reading
 }
 
 // asking is one ask after the program was found ready.
@@ -460,7 +396,7 @@ type asking struct {
 	echoEnd   int      // the row the echo ended on
 	alt       bool     // a full-screen program
 	altBefore []string // its screen before the question
-	prompt    *promptShape
+	prompt    *termmodel.Prompt
 	fromSeq   uint64
 
 	// Where the question is typed, noted by begin and deliver.
@@ -471,6 +407,15 @@ type asking struct {
 	echoExact       bool   // whether echoX is known
 	enterMark       uint64 // output before Enter
 	enterAt         time.Time
+
+	// With the kernel's word on readiness (readiness.go).
+	byRead      bool
+	typedWaiter ttyready.Waiter // the program's wait before the last typing
+	enterPgrp   int             // the foreground group when Enter was pressed
+	ready       readiness
+	poll        time.Duration
+	closedBlock bool // the empty line closing a block was typed
+	continued   bool // the question is the rest of an incomplete input
 
 	// Between looks (decide).
 	resent   bool
@@ -488,14 +433,20 @@ func (a *asking) run(ctx context.Context) (res *AskResult, partial string, err e
 	}
 	defer func() {
 		w.mu.Lock()
-		w.scr.stopCapture()
+		w.scr.StopCapture()
 		w.mu.Unlock()
 	}()
-	if err := a.deliver(ctx); err != nil {
+	deliver, decide := a.deliver, a.decide
+	if a.byRead {
+		deliver, decide = a.deliverRead, a.decideRead
+	}
+	if err := deliver(ctx); err != nil {
 		return nil, "", err
 	}
-	a.enterAt = time.Now()
-	if err := w.watch(ctx, a.decide); err != nil {
+	if !a.byRead {
+		a.enterAt = time.Now()
+	}
+	if err := w.watch(ctx, decide); err != nil {
 		if a.failed != nil {
 			return nil, "", a.failed
 		}
@@ -518,18 +469,18 @@ func (a *asking) begin() error {
 		return err
 	}
 	scr := w.screenLocked()
-	scr.startCapture()
+	scr.StartCapture()
 	a.capturing = true
-	a.startRow = scr.cursorRow()
+	a.startRow = scr.CursorRow()
 	a.echoEnd = a.startRow
-	a.alt = scr.alt
+	a.alt = scr.Alt()
 	if a.alt {
-		a.altBefore = scr.lines()
+		a.altBefore = scr.Lines()
 	}
 	a.prompt = w.prompt
-	a.cols, _ = scr.size()
-	a.promptX = scr.emu.CursorPosition().X
-	a.paste = scr.paste.Load()
+	a.cols, _ = scr.Size()
+	a.promptX, _ = scr.Cursor()
+	a.paste = scr.BracketedPaste()
 	ev := Event{Type: EventAsk, Text: a.p.Text}
 	w.appendLocked(&ev)
 	a.fromSeq = ev.Seq
@@ -555,7 +506,8 @@ func (a *asking) deliver(ctx context.Context) error {
 		last = a.text[i+1:]
 		w.mu.Lock()
 		scr := w.screenLocked()
-		a.startRow, a.promptX = scr.cursorRow(), scr.emu.CursorPosition().X
+		a.startRow = scr.CursorRow()
+		a.promptX, _ = scr.Cursor()
 		a.out0 = w.bytes
 		w.mu.Unlock()
 	}
@@ -565,12 +517,12 @@ func (a *asking) deliver(ctx context.Context) error {
 	// Wait for the echo before Enter: the answer starts below it, and
 	// some programs take an Enter inside a paste burst as part of it.
 	typed := strings.TrimSuffix(strings.TrimPrefix(last, ansi.BracketedPasteStart), ansi.BracketedPasteEnd)
-	a.echoRows = echoRows(typed, a.promptX, a.cols)
-	a.echoX, a.echoExact = echoEndX(typed, a.promptX, a.cols)
+	a.echoRows = termmodel.EchoRows(typed, a.promptX, a.cols)
+	a.echoX, a.echoExact = termmodel.EchoEndX(typed, a.promptX, a.cols)
 	w.waitUntil(ctx, echoMax, echoQuiet, a.echoedLocked)
 	w.mu.Lock()
 	if !a.alt {
-		a.echoEnd = max(w.screenLocked().cursorRow(), a.startRow)
+		a.echoEnd = max(w.screenLocked().CursorRow(), a.startRow)
 	}
 	a.enterMark = w.bytes
 	w.mu.Unlock()
@@ -589,8 +541,8 @@ func (a *asking) echoedLocked() bool {
 		return false
 	}
 	scr := w.screenLocked()
-	row := scr.cursorRow()
-	if a.echoExact && row == a.startRow+a.echoRows-1 && scr.emu.CursorPosition().X == a.echoX {
+	row := scr.CursorRow()
+	if a.echoExact && row == a.startRow+a.echoRows-1 && cursorX(scr) == a.echoX {
 		return true
 	}
 	return time.Since(w.lastOutput) >= echoQuiet && (a.alt || row >= a.startRow+a.echoRows-1)
@@ -612,9 +564,9 @@ func (a *asking) decide() look {
 		return look{wake: promptSettle - quiet, deaf: true}
 	}
 	scr := w.screenLocked()
-	before, restBlank := scr.beforeCursor()
+	before, restBlank := scr.BeforeCursor()
 	s := askSight{ended: ended, quiet: quiet, reacted: reacted, before: before,
-		atRow: !a.alt && scr.cursorRow() > a.echoEnd && restBlank}
+		atRow: !a.alt && scr.CursorRow() > a.echoEnd && restBlank}
 	reason, l := a.reason(s)
 	if reason != "" {
 		a.finishLocked(reason, s)
@@ -661,7 +613,7 @@ func (a *asking) reason(s askSight) (string, look) {
 			return ReasonExited, l
 		}
 		return "", l
-	case s.atRow && a.prompt.matches(s.before) && s.reacted:
+	case s.atRow && a.prompt.Matches(s.before) && s.reacted:
 		if s.quiet >= promptSettle {
 			return ReasonPrompt, l
 		}
@@ -688,7 +640,7 @@ func (a *asking) reason(s askSight) (string, look) {
 			l.soon(d)
 		}
 	}
-	if a.prompt != nil && s.atRow && promptLike(s.before) && s.reacted {
+	if a.prompt != nil && s.atRow && termmodel.PromptLike(s.before) && s.reacted {
 		// Another prompt: the program changed.
 		if s.quiet >= a.fallback {
 			return ReasonPrompt, l
@@ -704,16 +656,20 @@ func (a *asking) finishLocked(reason string, s askSight) {
 	scr := w.screenLocked()
 	// A prompt-like row at the cursor is the prompt the ask ended at, not
 	// part of the answer (for a match, only the learned prompt is).
-	atPrompt := s.atRow && (a.prompt.matches(s.before) || reason != ReasonMatched && promptLike(s.before))
+	atPrompt := s.atRow && (a.prompt.Matches(s.before) || reason != ReasonMatched && termmodel.PromptLike(s.before))
 	answer, cut := a.answerLocked(atPrompt)
 	prompt := ""
 	if atPrompt {
 		prompt = strings.TrimRight(s.before, " ")
-		w.prompt = learnPrompt(s.before)
+		w.prompt = termmodel.LearnPrompt(s.before)
 	}
 	toSeq := a.recordLocked(reason, answer)
-	a.res = &AskResult{Name: w.spec.Name, Answer: answer, Prompt: prompt, Truncated: cut, Screen: scr.lines(), Reason: reason,
-		Elapsed: time.Since(a.start), FromSeq: a.fromSeq, ToSeq: toSeq, Pasted: a.paste, Resent: a.resent}
+	a.res = &AskResult{Name: w.spec.Name, Answer: answer, Prompt: prompt, Truncated: cut, Screen: scr.Lines(), Reason: reason,
+		Elapsed: time.Since(a.start), FromSeq: a.fromSeq, ToSeq: toSeq, Pasted: a.paste, Resent: a.resent,
+		ReadySignal: SignalPrompt}
+	if a.byRead {
+		a.res.ReadySignal, a.res.Continued = SignalRead, a.continued
+	}
 }
 
 // resendEnter presses Enter a second time; its error ends the ask.
@@ -745,8 +701,8 @@ func (a *asking) typeLine(ctx context.Context, line string) error {
 			return false
 		}
 		quiet := time.Since(w.lastOutput)
-		before, restBlank := w.screenLocked().beforeCursor()
-		return quiet >= echoQuiet && restBlank && promptLike(before) || quiet >= a.fallback/2
+		before, restBlank := w.screenLocked().BeforeCursor()
+		return quiet >= echoQuiet && restBlank && termmodel.PromptLike(before) || quiet >= a.fallback/2
 	})
 	return nil
 }
@@ -778,13 +734,13 @@ func (a *asking) recordLocked(reason, answer string) uint64 {
 func (a *asking) answerSoFarLocked() (string, bool) {
 	scr := a.w.screenLocked()
 	if a.alt {
-		return strings.Join(changedBlock(a.altBefore, scr.lines()), "\n"), false
+		return strings.Join(termmodel.ChangedBlock(a.altBefore, scr.Lines()), "\n"), false
 	}
-	cur := scr.cursorRow()
-	_, h := scr.size()
-	rows, cut := scr.rows(a.echoEnd+1, scr.capture.top()+h)
+	cur := scr.CursorRow()
+	_, h := scr.Size()
+	rows, cut := scr.Rows(a.echoEnd+1, scr.Top()+h)
 	if i := cur - (a.echoEnd + 1); i >= 0 && i < len(rows) {
-		if before, restBlank := scr.beforeCursor(); restBlank {
+		if before, restBlank := scr.BeforeCursor(); restBlank {
 			rows[i] = before
 		}
 	}
@@ -800,36 +756,18 @@ func (a *asking) answerSoFarLocked() (string, bool) {
 func (a *asking) answerLocked(atPrompt bool) (string, bool) {
 	scr := a.w.screenLocked()
 	if a.alt {
-		return strings.Join(changedBlock(a.altBefore, scr.lines()), "\n"), false
+		return strings.Join(termmodel.ChangedBlock(a.altBefore, scr.Lines()), "\n"), false
 	}
-	_, h := scr.size()
-	end := scr.capture.top() + h
+	_, h := scr.Size()
+	end := scr.Top() + h
 	if atPrompt {
-		end = scr.cursorRow() // the prompt's row and anything below it are not the answer
+		end = scr.CursorRow() // the prompt's row and anything below it are not the answer
 	}
-	rows, cut := scr.rows(a.echoEnd+1, end)
+	rows, cut := scr.Rows(a.echoEnd+1, end)
 	for len(rows) > 0 && strings.TrimSpace(rows[len(rows)-1]) == "" {
 		rows = rows[:len(rows)-1]
 	}
 	return strings.Join(rows, "\n"), cut
-}
-
-// changedBlock is the rows from the first to the last that differ between
-// two screens of a full-screen program, trailing spaces removed.
-func changedBlock(before, after []string) []string {
-	first, last := -1, -1
-	for i, l := range after {
-		if i >= len(before) || before[i] != l {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
-	if first < 0 {
-		return nil
-	}
-	return after[first : last+1]
 }
 
 // timeoutError builds the evidence for an ask or wait past its deadline.
@@ -837,5 +775,5 @@ func (w *worker) timeoutError(op string, timeout time.Duration, partial string, 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return &TimeoutError{Name: w.spec.Name, Op: op, Timeout: timeout, Partial: partial,
-		Screen: w.screenLocked().lines(), FromSeq: fromSeq, ToSeq: w.elog.seq}
+		Screen: w.screenLocked().Lines(), FromSeq: fromSeq, ToSeq: w.elog.Seq()}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // Broken sessions.
@@ -205,7 +206,7 @@ const trashPrefix = ".rm-"
 
 // hasEvents reports whether a session directory holds any recorded event.
 func hasEvents(dir string) bool {
-	for _, n := range []string{logName, logOldName} {
+	for _, n := range []string{eventlog.FileName, eventlog.OldFileName} {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Size() > 0 {
 			return true
 		}

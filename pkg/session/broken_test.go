@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // sessionGone waits until nothing of a session started as info runs: its
@@ -139,7 +141,7 @@ func TestReconcileClassifiesEveryDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(m.dir("logged"), logName), []byte(`{"seq":1,"ts":"2026-01-01T00:00:00Z","type":"marker","text":"x"}`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(m.dir("logged"), eventlog.FileName), []byte(`{"seq":1,"ts":"2026-01-01T00:00:00Z","type":"marker","text":"x"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	write(t, m.dir("damaged"), []byte(`{"name": "damaged", "sta`))
@@ -204,7 +206,7 @@ func TestPlantedLinksAreNeverFollowed(t *testing.T) {
 	if err := os.WriteFile(target, []byte(`{"name":"l","status":"running"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{manifestName, logName} {
+	for _, f := range []string{manifestName, eventlog.FileName} {
 		p := filepath.Join(m.dir("l"), f)
 		os.Remove(p)
 		if err := os.Symlink(target, p); err != nil {

@@ -56,22 +56,13 @@
 //
 // # Screen model
 //
-// The screen is modelled with github.com/charmbracelet/x/vt rather than
-// github.com/hinshun/vt10x. vt handles grapheme clusters and wide
-// characters, the alternate screen, scroll regions and the modes modern
-// agents use, it reports mode changes through callbacks (used to track
-// bracketed paste, DECSET 2004), and it answers the terminal's queries
-// (device attributes, cursor position reports) the way a real terminal does,
-// which TUIs such as coding agents wait for at start. vt10x is unmaintained
-// since 2022, does not answer queries and mis-measures wide characters.
-// The worker drains vt's reply pipe into the PTY, dropping replies rather
-// than blocking the output path if the program stops reading.
-// vt is slow at scrolling (it copies the screen on every line feed), so the
-// worker records output in the log at once and feeds the screen lazily,
-// shortening long runs of plain text to the lines that stay visible (see
-// fastpath.go); it keeps no scrollback. The PTY is opened directly rather
-// than through github.com/creack/pty, whose ioctls put the master into
-// blocking mode, so reads and writes keep deadlines.
+// The worker keeps each session's rendered screen in a
+// termmodel.Screen (pkg/termmodel, which records its decisions): output is
+// queued as it arrives and fed before anyone reads the screen, terminal
+// queries at once. The ask's prompt rules are termmodel's pure functions
+// too (termmodel.Prompt). The PTY is opened directly rather than through
+// github.com/creack/pty, whose ioctls put the master into blocking mode, so
+// reads and writes keep deadlines.
 //
 // # Files
 //
@@ -82,13 +73,21 @@
 //	sessions/<name>/events.jsonl      the event log, one JSON record per line
 //	sessions/<name>/events.jsonl.1    the previous part after rotation
 //	sessions/<name>/worker.log        the worker's own diagnostics (stderr)
+//	sessions/<name>/restart.json      what a restart needs that the manifest
+//	                                  does not keep: the spawn's environment
+//	                                  values (0600; restart.go)
+//	sessions/<name>/hooks-claude.json the hooks of a Claude Code session's
+//	                                  --settings overlay (0600; hooks.go)
 //	worktrees/<repo>-<hash>/<name>/   a spawn --worktree session's git worktree
 //	                                  (internal/worktree; its record is in the
 //	                                  manifest, and Remove removes it first)
 //
 // and under the runtime directory (ManagerOptions.RuntimeDir) one socket per
 // live worker, <name>.sock. The manifest keeps the names of the environment
-// variables given at spawn, never their values.
+// variables given at spawn, never their values; restart.json keeps the
+// values, for restarts (restart.go says when a session is restarted and how
+// the event log goes on across it; resume.go how an agent CLI resumes its
+// conversation).
 //
 // # Event log
 //

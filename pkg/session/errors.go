@@ -7,49 +7,49 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/internal/errkind"
 	"github.com/agentd/agentd/internal/rpc"
 )
 
-// Sentinel errors. Every error a Manager method returns wraps at most one of
+// Sentinel errors, each of an internal/errkind kind (which pkg/daemon maps to
+// a wire code). Every error a Manager method returns wraps at most one of
 // them, so a caller matches with errors.Is; the message itself is written for
 // people and names the thing and the fix.
 var (
 	// ErrNotFound is a session name with no session.
-	ErrNotFound = errors.New("session not found")
+	ErrNotFound = errkind.New(errkind.NotFound, "session not found")
 	// ErrExists is a spawn of a name already taken.
-	ErrExists = errors.New("session exists")
+	ErrExists = errkind.New(errkind.Exists, "session exists")
 	// ErrInvalid is a request that is wrong in itself: a bad name, size,
 	// key, pattern or text.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = errkind.New(errkind.Invalid, "invalid request")
 	// ErrSpawnFailed is a program that could not be started.
-	ErrSpawnFailed = errors.New("spawn failed")
+	ErrSpawnFailed = errkind.New(errkind.StartFailed, "spawn failed")
 	// ErrInvalidStatus is an operation the session's status does not allow
 	// (see StatusInfo).
-	ErrInvalidStatus = errors.New("not allowed in the session's status")
+	ErrInvalidStatus = errkind.New(errkind.InvalidStatus, "not allowed in the session's status")
 	// ErrLockTimeout is an ask that waited for another ask to finish and
 	// gave up.
-	ErrLockTimeout = errors.New("lock timeout")
+	ErrLockTimeout = errkind.New(errkind.LockTimeout, "lock timeout")
 	// ErrTimeout is an ask or wait that ran past its deadline; the error is
 	// a *TimeoutError carrying what was seen.
-	ErrTimeout = errors.New("timeout")
+	ErrTimeout = errkind.New(errkind.Timeout, "timeout")
 	// ErrBusy is a capacity limit, such as ManagerOptions.MaxSessions.
-	ErrBusy = errors.New("busy")
+	ErrBusy = errkind.New(errkind.Busy, "busy")
+	// ErrDenied is a caller that may not act for the session: a hook
+	// without the session's secret, or with another session's.
+	ErrDenied = errkind.New(errkind.Denied, "permission denied")
 )
 
 // Error is a domain error: a sentinel (Kind) with a message for people.
-// errors.Is(err, ErrNotFound) works through it.
-type Error struct {
-	Kind error
-	Msg  string
-}
+// errors.Is(err, ErrNotFound) works through it. It is the one such type of
+// every domain (internal/errkind's), so a literal &Error{Kind, Msg} made
+// here or by a caller is the same as errorf's.
+type Error = errkind.Error
 
-func (e *Error) Error() string { return e.Msg }
-
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Kind }
-
+// errorf is errkind.Errorf: an *Error of kind with a message for people.
 func errorf(kind error, format string, args ...any) error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	return errkind.Errorf(kind, format, args...)
 }
 
 // SpawnError is a program that could not be started. It wraps ErrSpawnFailed.
@@ -137,6 +137,7 @@ var kinds = []struct {
 	{ErrLockTimeout, "lock_timeout"},
 	{ErrTimeout, "timeout"},
 	{ErrBusy, "busy"},
+	{ErrDenied, "permission_denied"},
 }
 
 // codeUnknownMethod answers a method the worker does not serve: a newer

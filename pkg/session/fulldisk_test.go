@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/pkg/eventlog"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -150,7 +151,7 @@ func TestFullDiskKeepsTheProgramAndRecordsAGap(t *testing.T) {
 	if len(gaps) != 1 || gaps[0].Count == 0 || gaps[0].Bytes == 0 || !strings.Contains(gaps[0].Text, "no space left") {
 		t.Errorf("gap records %+v, want one counting the records and bytes lost to the full disk", gaps)
 	}
-	raw, err := os.ReadFile(filepath.Join(m.dir("g"), logName))
+	raw, err := os.ReadFile(filepath.Join(m.dir("g"), eventlog.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

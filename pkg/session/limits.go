@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // Limits and defaults, each with its reason.
@@ -48,7 +50,7 @@ const (
 	// together.
 	DefaultLogCap = 64 << 20
 	// MinLogCap keeps rotation from thrashing on a tiny cap.
-	MinLogCap = 64 << 10
+	MinLogCap = eventlog.MinCap
 	// DefaultMaxSessions bounds the live sessions of one Manager: each is a
 	// process, a PTY and a few file descriptors.
 	DefaultMaxSessions = 256

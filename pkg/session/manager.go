@@ -56,6 +56,25 @@ type ManagerOptions struct {
 	// DefaultAttachTimeout. Tests that must tell "waited behind a stopped
 	// worker" from "the machine is slow" make it long.
 	AttachTimeout time.Duration
+	// BootIDFile is where this boot's id is read from; empty is
+	// $AGENTD_TEST_BOOT_ID_FILE (BootIDFileEnv) when set, else the kernel's
+	// /proc/sys/kernel/random/boot_id. Another file is for tests: a
+	// simulated reboot writes a new id into it.
+	BootIDFile string
+	// Desktop binds a restarted session to its agents' desktop again
+	// (RestartState.Desktop, KeepDesktop): it returns the variables to set
+	// and to remove, which replace those the spawn was given. The daemon
+	// makes a "new" desktop again and finds a named one; an error fails the
+	// restart with its words. Nil restarts a desktop session with the
+	// variables it was spawned with.
+	Desktop func(ctx context.Context, session, desktop string, keep bool) (set, unset []string, err error)
+	// RestartLimits are RestartAlways's back-off and ceiling; zero fields
+	// take RestartBackoff, RestartMaxBackoff, RestartBurst and
+	// RestartWindow. Tests shorten them.
+	RestartLimits RestartLimits
+	// HookCommand is the absolute path of the agentctl an agent CLI's
+	// hooks run (hooks.go); empty leaves every session's hooks unwired.
+	HookCommand string
 	// Logger receives the Manager's own diagnostics (never what a user
 	// typed or asked); nil discards them.
 	Logger *zerolog.Logger
@@ -90,6 +109,9 @@ type Manager struct {
 	spawningNames map[string]bool
 	closed        bool
 	closing       chan struct{}
+	// stopAsked are sessions whose program is being stopped on request:
+	// their end is not one RestartAlways restarts (restart.go).
+	stopAsked map[string]bool
 	// unwritten are sessions settled by the Manager whose manifests the
 	// disk did not take (settle.go), by name.
 	unwritten map[string]*unwritten
@@ -105,6 +127,8 @@ type Manager struct {
 	askEpoch int64
 
 	timeouts atomic.Pointer[Timeouts] // see SetTimeouts
+
+	leases leaseTable // who holds which session's keyboard (lease.go)
 }
 
 // handle is the Manager's connection to one live worker.
@@ -158,6 +182,12 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	if opts.SpawnTimeout <= 0 {
 		opts.SpawnTimeout = 15 * time.Second
+	}
+	if opts.BootIDFile == "" {
+		opts.BootIDFile = os.Getenv(BootIDFileEnv)
+	}
+	if opts.BootIDFile == "" {
+		opts.BootIDFile = kernelBootID
 	}
 	m := &Manager{opts: opts, sessions: filepath.Join(opts.StateDir, "sessions"), askEpoch: time.Now().UnixNano(),
 		live: map[string]*handle{}, locks: map[string]*sessionLock{}, unanswered: map[string]time.Time{}, spawningNames: map[string]bool{}, closing: make(chan struct{})}
@@ -222,6 +252,10 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	if err := ValidateName(req.Name); err != nil {
 		return nil, err
 	}
+	if err := ValidateAgent(req.Agent); err != nil {
+		return nil, err
+	}
+
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return nil, errorf(ErrInvalid, "spawn of %q has no command; give the program to run, e.g. agentctl spawn %s -- claude", req.Name, req.Name)
 	}
@@ -256,6 +290,10 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	if err := req.Limits.Validate(); err != nil {
 		return nil, err
 	}
+	policy, err := ParseRestartPolicy(string(req.Restart))
+	if err != nil {
+		return nil, err
+	}
 	if req.Cwd == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -282,6 +320,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	}
 	m.spawning++
 	m.spawningNames[req.Name] = true
+	delete(m.stopAsked, req.Name)
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -321,15 +360,24 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 	// on a full disk the spawn fails here, at once, with nothing running
 	// and nothing left (the deferred RemoveAll needs no space).
 	created := time.Now().UTC()
+	keep := RestartState{Restart: policy, BootID: m.bootID(), Agent: spawnAgent(req), Desktop: req.Desktop, KeepDesktop: req.KeepDesktop, NoHooks: req.NoHooks}
+	if keep.Restart == RestartNo {
+		keep.Restart = ""
+	}
 	if err := writeManifest(dir, &Manifest{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, EnvKeys: keys,
-		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created, Worktree: wt}); err != nil {
+		Cols: req.Cols, Rows: req.Rows, Status: StatusStarting, CreatedAt: created, Worktree: wt, RestartState: keep}); err != nil {
 		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write the manifest")
+		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
+	}
+	if err := writeRestartSpec(dir, &restartSpec{Env: req.Env, Unset: req.Unset, Limits: req.Limits}); err != nil {
+		m.log.Warn().Err(err).Str("session", req.Name).Msg("spawn failed: cannot write what a restart needs")
 		return nil, &SpawnError{Name: req.Name, Reason: storageReason(err, m.sessions)}
 	}
 	env := programEnv(withoutKeys(os.Environ(), req.Unset), req.Env, req.Name, m.opts.DaemonSocket)
 	spec := workerSpec{Name: req.Name, Argv: req.Argv, Cwd: req.Cwd, Env: env, EnvKeys: keys,
 		Cols: req.Cols, Rows: req.Rows, SessionDir: dir, Socket: m.socket(req.Name), LogCap: m.opts.LogCap,
-		CreatedAt: created, Worktree: wt}
+		CreatedAt: created, Worktree: wt, Keep: keep}
+	spec.Hooks, spec.HooksOff = m.hooksFor(keep.Agent, keep.NoHooks)
 	ready, exited, err := m.startWorker(ctx, spec, req.Limits)
 	if err != nil {
 		return nil, err
@@ -346,25 +394,39 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Info, error) {
 		return nil, &SpawnError{Name: req.Name, Reason: ready.Error}
 	}
 	ok = true
-	h, err := m.attach(ctx, req.Name)
+	h, ended, err := m.attachStarted(ctx, req.Name, dir, exited, "started")
 	if err != nil {
-		// A program that ends at once takes its worker with it before we
-		// connect: that is a session that ran, not a failure.
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if man, merr := readManifest(dir); merr == nil && man.Status.Terminal() {
-			m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Msg("session spawned and ended")
-			return infoFromManifest(man), nil
-		}
-		return nil, fmt.Errorf("session %q started but its worker cannot be reached: %w", req.Name, err)
+		return nil, err
+	}
+	if ended != nil {
+		m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Msg("session spawned and ended")
+		return ended, nil
 	}
 	m.log.Info().Str("session", req.Name).Int("pid", ready.ProgramPID).Int("worker_pid", ready.WorkerPID).
 		Str("launcher", m.opts.Launcher.Kind()).Str("unit", UnitOf(ready.WorkerPID)).Msg("session spawned")
 	return m.infoLive(ctx, h)
+}
+
+// attachStarted attaches to a session whose worker has just started
+// (spawned, or restarted: what says which). A program that ends at once
+// takes its worker with it before we connect: that is a session that ran,
+// not a failure, and its Info comes back instead of a handle.
+func (m *Manager) attachStarted(ctx context.Context, name, dir string, exited <-chan struct{}, what string) (*handle, *Info, error) {
+	h, err := m.attach(ctx, name)
+	if err == nil {
+		return h, nil, nil
+	}
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	if man, merr := readManifest(dir); merr == nil && man.Status.Terminal() {
+		m.afterEnd(name)
+		return nil, infoFromManifest(man), nil
+	}
+	return nil, nil, fmt.Errorf("session %q %s but its worker cannot be reached: %w", name, what, err)
 }
 
 // programEnv is the program's environment: the daemon's, then the
@@ -557,6 +619,8 @@ func (m *Manager) attach(ctx context.Context, name string) (*handle, error) {
 // session: ended normally, worker dead (host_death), or reconnect later.
 func (m *Manager) watch(h *handle) {
 	defer m.wg.Done()
+	// After gone is closed: a restart attaches a new handle.
+	defer m.afterEnd(h.name)
 	defer close(h.gone)
 	defer m.manifests.remove(h)
 	if !m.heartbeat(h) {
@@ -570,14 +634,16 @@ func (m *Manager) watch(h *handle) {
 	m.mu.Unlock()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
+		// A manifest of another worker is a restart's (being started, or
+		// running): this worker's end is not to be settled on it.
 		man, err := readManifest(m.dir(h.name))
-		if err != nil || man.Status.Terminal() {
+		if err != nil || man.Status.Terminal() || man.WorkerPID != h.workerPID {
 			return
 		}
 		if !processAlive(h.workerPID, h.workerStart) {
 			// Not bounded by the Manager's life: a settle begun is finished.
 			unlock, _ := m.lockSession(context.Background(), h.name)
-			if man, err := m.readState(h.name); err == nil && !man.Status.Terminal() && man.Status != StatusBroken {
+			if man, err := m.readState(h.name); err == nil && !man.Status.Terminal() && man.Status != StatusBroken && man.WorkerPID == h.workerPID {
 				m.settleGone(h.name, man, fmt.Sprintf("worker %d died", h.workerPID), h.knownExit())
 			}
 			unlock()
@@ -642,6 +708,10 @@ func (m *Manager) lookup(ctx context.Context, name string) (*handle, *Manifest, 
 	man, rerr := m.readState(name)
 	if rerr != nil {
 		return nil, nil, rerr
+	}
+	if man.Status == StatusStarting && man.WorkerPID == 0 {
+		// Restarted meanwhile (restart.go): its worker is being started.
+		return nil, man, nil
 	}
 	if man.Status.Allows().Live && !processAlive(man.WorkerPID, man.WorkerStart) {
 		m.markDead(name, man, fmt.Sprintf("worker %d is gone", man.WorkerPID))
@@ -791,7 +861,8 @@ func (m *Manager) infoFromLive(name string, st *liveStatus) (*Info, error) {
 	}
 	return &Info{Name: name, Status: st.Status, Allows: st.Status.Allows(), WorkerPID: st.WorkerPID, ProgramPID: st.ProgramPID,
 		Termination: st.Exit.Termination, ExitCode: st.Exit.ExitCode, Signal: st.Exit.Signal,
-		Cols: st.Cols, Rows: st.Rows, Bytes: st.Bytes, Events: st.Events, Asks: st.Asks, LastActivity: st.LastActivity, Manifest: *man}, nil
+		Cols: st.Cols, Rows: st.Rows, Bytes: st.Bytes, Events: st.Events, Asks: st.Asks, LastActivity: st.LastActivity, Input: st.Input,
+		Agent: st.Agent, State: st.State, Since: st.Since, Detail: st.Detail, Hooks: st.Hooks, Manifest: *man}, nil
 }
 
 func infoFromManifest(man *Manifest) *Info {
@@ -898,6 +969,7 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 		if le.Status.Terminal() {
 			le.PID = 0 // the program is gone; its number may be another's now
 		}
+		le.Lease = m.LeaseOf(name)
 		out = append(out, le)
 	}
 	return out, nil
@@ -906,7 +978,7 @@ func (m *Manager) List(ctx context.Context, req ListRequest) ([]ListEntry, error
 // manifestEntry is the list row of a session from its manifest.
 func manifestEntry(man *Manifest, now time.Time) ListEntry {
 	le := ListEntry{Name: man.Name, Status: man.Status, PID: man.ProgramPID, Command: man.Argv, CreatedAt: man.CreatedAt,
-		Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason}
+		Termination: man.Termination, ExitCode: man.ExitCode, Signal: man.Signal, Reason: man.Reason, Restarts: man.Restarts}
 	if !man.CreatedAt.IsZero() {
 		le.Age = now.Sub(man.CreatedAt)
 	}
@@ -942,6 +1014,9 @@ func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
 		return le, true
 	}
 	le.Status, le.LastActivity = st.Status, st.LastActivity
+	if st.Status == StatusRunning {
+		le.Input, le.Agent, le.State, le.Since = st.Input, st.Agent, st.State, st.Since
+	}
 	if st.Status.Terminal() {
 		// The worker has recorded the end and is about to exit.
 		x := st.Exit
@@ -951,6 +1026,7 @@ func (m *Manager) liveEntry(h *handle, now time.Time) (le ListEntry, ok bool) {
 		}
 	}
 	if silent > 0 {
+		le.Input, le.State = "", ""
 		le.Status, le.SilentFor = StatusUnresponsive, silent
 		le.Reason = silentReason(h.workerPID, silent)
 	}
@@ -993,6 +1069,7 @@ func (m *Manager) Stop(ctx context.Context, req StopRequest) (*ExitInfo, error) 
 	if grace == 0 {
 		grace = DefaultStopGrace
 	}
+	m.noteStopAsked(req.Name)
 	h, man, err := m.lookup(ctx, req.Name)
 	if err != nil {
 		var ue *unresponsiveError

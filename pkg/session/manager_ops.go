@@ -16,6 +16,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/pkg/eventlog"
+	"github.com/agentd/agentd/pkg/termmodel"
 )
 
 // Ask delivers Text to a running session and collects the answer: what a
@@ -37,7 +39,9 @@ import (
 // MaxAskText or a bad Until is ErrInvalid. If the connection to the worker
 // breaks during the ask, the error says the outcome is unknown: never a
 // wrong answer. When ctx ends the worker is told at once: the ask is
-// recorded as canceled and the session's ask lock released.
+// recorded as canceled and the session's ask lock released. While someone
+// else holds the session's keyboard (TakeOver) it is ErrBusy naming them,
+// and a take-over during the ask ends it so, cancelled.
 func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	if err := ValidateName(req.Name); err != nil {
 		return nil, err
@@ -54,12 +58,20 @@ func (m *Manager) Ask(ctx context.Context, req AskRequest) (*AskResult, error) {
 	if req.Timeout < 0 || req.Idle < 0 || req.FallbackIdle < 0 {
 		return nil, errorf(ErrInvalid, "ask timeout and idle must not be negative")
 	}
+	ctx, end, err := m.beginAsk(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	m.Timeouts().fillAsk(&req)
 	id := strconv.FormatInt(m.askEpoch, 36) + "-" + strconv.FormatUint(m.askIDs.Add(1), 10)
 	res, err := m.askWorker(ctx, req.Name, askParams{ID: id, AskRequest: req})
 	if err != nil {
 		if ctx.Err() != nil {
 			m.cancelAsk(req.Name, id)
+			if busy := leaseCause(ctx); busy != nil {
+				return nil, busy
+			}
 		}
 		return nil, err
 	}
@@ -93,7 +105,8 @@ func (m *Manager) RecordAsk(ctx context.Context, name, question, answer, reason 
 
 // Send delivers text, keys by name (see KeyBytes), or text then keys, to a
 // running session in one write, without waiting for a reaction. Every key
-// name is checked before anything is sent.
+// name is checked before anything is sent. While someone else holds the
+// session's keyboard (TakeOver) it is ErrBusy naming them.
 func (m *Manager) Send(ctx context.Context, req SendRequest) error {
 	if err := ValidateName(req.Name); err != nil {
 		return err
@@ -115,7 +128,30 @@ func (m *Manager) Send(ctx context.Context, req SendRequest) error {
 		}
 		data = append(data, b...)
 	}
+	if err := m.checkLease(ctx, req.Name, "send"); err != nil {
+		return err
+	}
 	return m.sendWorker(ctx, req.Name, sendParams{Data: data})
+}
+
+// Approve answers an agent CLI's permission prompt as a person would:
+// approve (deny false) or deny it, typing the keys of that option. It
+// refuses, typing nothing, when the session asks nothing now or, with
+// promptID, asks something other than the prompt the caller saw (its id
+// from Status), and, ErrBusy, while someone else holds the session's
+// keyboard (TakeOver). It is a person's act: agentd offers it to no model.
+func (m *Manager) Approve(ctx context.Context, name string, deny bool, promptID string) (*ApproveResult, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	p := approveParams{Role: "approve", PromptID: promptID}
+	if deny {
+		p.Role = "deny"
+	}
+	if err := m.checkLease(ctx, name, p.Role); err != nil {
+		return nil, err
+	}
+	return m.approveWorker(ctx, name, p)
 }
 
 // Snapshot returns the screen as a person sees it. For an ended session it
@@ -147,26 +183,26 @@ func replayScreen(dir string, man *Manifest) (*Snapshot, error) {
 	if cols == 0 || rows == 0 {
 		cols, rows = DefaultCols, DefaultRows
 	}
-	scr := newScreen(cols, rows, nil)
-	defer scr.close()
-	r := newLogReader(dir, 0)
-	defer r.close()
+	scr := termmodel.New(cols, rows, nil)
+	defer scr.Close()
+	r := eventlog.NewReader(dir, 0, time.Time{})
+	defer r.Close()
 	var seq uint64
 	// Start from the size of the first record kept, if it says.
-	err := r.poll(func(ev Event) error {
+	err := r.Poll(func(ev Event) error {
 		seq = ev.Seq
 		switch ev.Type {
 		case EventOutput:
-			scr.write(ev.Data)
+			scr.Write(ev.Data)
 		case EventResize:
-			scr.resize(ev.Cols, ev.Rows)
+			scr.Resize(ev.Cols, ev.Rows)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, logError(man.Name, err)
 	}
-	s := scr.snapshot(man.Name, seq)
+	s := scr.Snapshot(man.Name, seq)
 	return &s, nil
 }
 
@@ -183,8 +219,11 @@ func (m *Manager) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error
 	if _, err := compileUntil(req.Until); err != nil {
 		return nil, err
 	}
-	if req.Until == "" && req.Idle <= 0 && !req.Exit {
-		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
+	if req.Until == "" && req.Idle <= 0 && !req.Exit && !req.Ready && len(req.States) == 0 {
+		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle, exit, ready or states")
+	}
+	if err := validateStates(req.States); err != nil {
+		return nil, err
 	}
 	if req.Timeout < 0 {
 		return nil, errorf(ErrInvalid, "wait timeout must not be negative")
@@ -235,7 +274,9 @@ func (m *Manager) Resize(ctx context.Context, name string, cols, rows int) error
 // Logs delivers the session's events from FromSeq (or Since, or the last
 // Tail) on, in order, to fn. With
 // Follow it then keeps delivering new events until ctx ends (returning
-// ctx.Err()) or the session ends (returning nil after its last event). An
+// ctx.Err()) or the session ends (returning nil after its last event); a
+// RestartAlways program's bad end, which a restart follows, is not the
+// session's end, and the restarted program's events follow. An
 // error from fn stops Logs and is returned. fn runs on the caller's
 // goroutine.
 func (m *Manager) Logs(ctx context.Context, req LogsRequest, fn func(Event) error) error {
@@ -250,23 +291,22 @@ func (m *Manager) Logs(ctx context.Context, req LogsRequest, fn func(Event) erro
 	if err != nil {
 		return err
 	}
-	r := newLogReader(dir, from)
-	r.since = req.Since
-	defer r.close()
 	if req.WholeRunes {
-		j := &runeJoiner{fn: fn}
-		if from > 1 {
-			r.next, j.skipFirst = from-1, from-1
-		}
+		r := eventlog.NewReader(dir, max(from, 2)-1, req.Since)
+		defer r.Close()
+		j := eventlog.NewRuneJoiner(fn, from)
 		poll := func(deliver func(Event) error) error {
-			if err := r.poll(deliver); err != nil {
-				return err
+			if err := r.Poll(deliver); err != nil {
+				return logError(req.Name, err)
 			}
-			return j.flush() // caught up: nothing more to join with now
+			return j.Flush() // caught up: nothing more to join with now
 		}
-		return followLog(ctx, req, dir, poll, j.deliver)
+		return followLog(ctx, req, dir, poll, j.Deliver)
 	}
-	return followLog(ctx, req, dir, r.poll, fn)
+	r := eventlog.NewReader(dir, from, req.Since)
+	defer r.Close()
+	poll := func(deliver func(Event) error) error { return logError(req.Name, r.Poll(deliver)) }
+	return followLog(ctx, req, dir, poll, fn)
 }
 
 // logStart is the first seq a read wants: FromSeq, or the start of the
@@ -276,8 +316,8 @@ func logStart(dir string, req LogsRequest) (uint64, error) {
 	if req.FromSeq <= 1 && req.Tail <= 0 {
 		return req.FromSeq, nil
 	}
-	last, err := lastSeqOf(dir)
-	if err != nil {
+	last, err := eventlog.LastSeq(dir)
+	if err = logError(req.Name, err); err != nil {
 		return 0, fmt.Errorf("read the log of %q: %w", req.Name, err)
 	}
 	if req.FromSeq > last+1 {
@@ -321,7 +361,7 @@ func followLog(ctx context.Context, req LogsRequest, dir string, poll func(func(
 		ended := false
 		if checkEnd {
 			man, err := readManifest(dir)
-			ended = err != nil && !errors.Is(err, errNoManifest) || err == nil && man.Status.Terminal()
+			ended = err != nil && !errors.Is(err, errNoManifest) || err == nil && man.Status.Terminal() && !man.restartPending()
 			checkEnd = false
 		}
 		if err := poll(fn); err != nil {
@@ -389,6 +429,18 @@ func (m *Manager) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 			}
 			defer func() { <-sem }()
 			ent := m.reconcileOne(ctx, name)
+			if ent.Action == ActionMarkedDead || ent.Action == ActionEnded {
+				if reason, ok := m.rebootRestart(name, ent.Action == ActionMarkedDead); ok {
+					if _, err := m.restartSession(ctx, name, reason, -1); err != nil {
+						ent.Detail += "; restart failed: " + err.Error()
+					} else {
+						ent.Action, ent.After = ActionRestarted, StatusRunning
+						ent.Detail += "; restarted (" + reason + ")"
+					}
+				} else {
+					m.afterEnd(name) // restart always: a back-off not seen out
+				}
+			}
 			mu.Lock()
 			rep.Sessions = append(rep.Sessions, ent)
 			mu.Unlock()
@@ -463,6 +515,10 @@ func (m *Manager) reconcileOne(ctx context.Context, name string) ReconcileEntry 
 	}
 	if !man.Status.Allows().Live {
 		ent.Action, ent.After = ActionEnded, man.Status
+		return ent
+	}
+	if man.Status == StatusStarting && man.WorkerPID == 0 {
+		ent.Action, ent.After, ent.Detail = ActionUnreachable, man.Status, "being spawned"
 		return ent
 	}
 	if processAlive(man.WorkerPID, man.WorkerStart) {

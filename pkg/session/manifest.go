@@ -17,7 +17,8 @@ const ManifestVersion = 1
 
 // Manifest is a session's record on disk, sessions/<name>/manifest.json.
 // While a worker lives it owns the file; the Manager writes it only when the
-// worker is gone (host_death) or the session is removed.
+// worker is gone (host_death), when it starts the program again (restart.go)
+// or the session is removed.
 type Manifest struct {
 	Version int      `json:"version"`
 	Name    string   `json:"name"`
@@ -49,6 +50,10 @@ type Manifest struct {
 	// Worktree is the session's own git worktree (spawn --worktree): repo,
 	// path, branch and the commit it started from.
 	Worktree *Worktree `json:"worktree,omitempty"`
+
+	// RestartState is the restart policy, the boot the worker started in
+	// and the restarts so far (restart.go).
+	RestartState
 
 	// Final counters, written when the session ends.
 	Bytes  uint64 `json:"bytes,omitempty"`

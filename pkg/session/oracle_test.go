@@ -22,11 +22,26 @@ import (
 
 // oracleProgram is a real interactive program and the questions asked of it.
 type oracleProgram struct {
-	name   string
-	argv   []string
-	prompt string // the prompt at the cursor, as a regexp; "" for none (bc)
-	paste  bool   // the program enables bracketed paste
-	asks   []oracleAsk
+	name string
+	argv []string
+	// prompt is the prompt at the cursor, as a regexp on the cursor's row
+	// up to the cursor; "" for none (bc). A group named p marks where the
+	// prompt starts when output without a final newline may stand before
+	// it on its row: what precedes the group is part of the answer.
+	prompt string
+	// cont is the program's continuation prompt, as a regexp ("" when it
+	// shows none): a person types the next line of a question once the
+	// program shows it (or its prompt).
+	cont string
+	// promptRows is how many rows the prompt takes (0 is 1).
+	promptRows int
+	paste      bool // the program enables bracketed paste
+	// env and files are the program's own settings (a shell's prompt):
+	// extra environment, and files written in its home before it starts
+	// (HOME is the home's path in them).
+	env   []string
+	files map[string]string
+	asks  []oracleAsk
 }
 
 type oracleAsk struct {
@@ -35,6 +50,14 @@ type oracleAsk struct {
 	// the program sleeps (never "this is slow enough", which a fast machine
 	// disproves).
 	pause bool
+	// closeBlock: the question ends with a line break that leaves the
+	// program at a continuation prompt, and a person closes the block with
+	// an empty line (as pexpect's replwrap does).
+	closeBlock bool
+	// incomplete: the question leaves the program waiting for the rest of
+	// its input; the answer is the rows above the continuation prompt, and
+	// the next question (continued) is typed as the rest.
+	incomplete, continued bool
 }
 
 // oracleCols and oracleRows are the terminal size both sides use.
@@ -42,7 +65,7 @@ const oracleCols, oracleRows = 100, 30
 
 func oraclePrograms() []oracleProgram {
 	return []oracleProgram{
-		{name: "python3", argv: []string{"/usr/bin/python3", "-i", "-q"}, prompt: `^>>> $`, asks: []oracleAsk{
+		{name: "python3", argv: []string{"/usr/bin/python3", "-i", "-q"}, prompt: `^(?:.*[^>])?(?P<p>>>> )$`, cont: `^\.\.\. $`, asks: []oracleAsk{
 			{kind: "one line", text: "print(6*7)"},
 			{kind: "multi-line answer", text: `print("line 1\nline 2\nline 3")`},
 			{kind: "pause", text: "print('a'); import time; time.sleep(3); print('b')", pause: true},
@@ -52,8 +75,14 @@ func oraclePrograms() []oracleProgram {
 			{kind: "punctuation", text: "print('$')"},
 			{kind: "leading blank line", text: `print("\nafter a blank line")`},
 			{kind: "in a row 1", text: "print(1)"}, {kind: "in a row 2", text: "print(2)"}, {kind: "in a row 3", text: "print(3)"},
+			{kind: "a block, one line break", text: "for i in range(3):\n    print(i)\n", closeBlock: true},
+			{kind: "incomplete", text: "x = (1 +", incomplete: true},
+			{kind: "continued", text: "2); print(x)", continued: true},
+			{kind: "slow first line", text: "import time; time.sleep(2)\nprint('after')", pause: true},
+			{kind: "no final newline", text: "print('x', end='')"},
 		}},
-		{name: "bash", argv: []string{"/bin/bash", "--norc", "--noprofile", "-i"}, prompt: `[$#] $`, paste: true, asks: []oracleAsk{
+		{name: "bash", argv: []string{"/bin/bash", "--norc", "--noprofile", "-i"}, prompt: `^(?:.*?)(?P<p>bash-[0-9.]+[$#] )$`, paste: true, asks: []oracleAsk{
+			{kind: "no final newline", text: `printf abc`},
 			{kind: "one line", text: "echo $((6*7))"},
 			{kind: "multi-line answer", text: `printf 'a\nb\nc\n'`},
 			{kind: "pause", text: `printf 'a\nb\n'; sleep 3; echo c`, pause: true},
@@ -114,6 +143,77 @@ func oraclePrograms() []oracleProgram {
 			{kind: "punctuation", text: `print "$\n"`},
 			{kind: "leading blank line", text: `print "\nafter a blank line\n"`},
 		}},
+		{name: "irb-simple", argv: []string{"/usr/bin/irb", "--simple-prompt", "--nocolorize"}, prompt: `^(?:.*[^>?])?(?P<p>>> )$`, cont: `^\?> +$`, asks: []oracleAsk{
+			{kind: "one line", text: "6*7"},
+			{kind: "multi-line answer", text: `puts "a\nb\nc"`},
+			{kind: "pause", text: "puts 'a'; sleep 3; puts 'b'", pause: true},
+			{kind: "error", text: "nil.x"},
+			{kind: "multi-line question", text: "x = 6\nx*7"},
+			{kind: "punctuation", text: "'$'"},
+			{kind: "in a row 1", text: "1+0"}, {kind: "in a row 2", text: "1+1"},
+			{kind: "incomplete", text: "(1 +", incomplete: true},
+			{kind: "continued", text: "2)", continued: true},
+			{kind: "no final newline", text: `print "..."`},
+		}},
+		{name: "irb", argv: []string{"/usr/bin/irb", "--nocolorize"}, prompt: `^irb\(main\):\d+:\d+> $`, asks: []oracleAsk{
+			{kind: "one line", text: "6*7"},
+			{kind: "multi-line answer", text: `puts "a\nb\nc"`},
+			{kind: "pause", text: "puts 'a'; sleep 3; puts 'b'", pause: true},
+			{kind: "in a row 1", text: "1+0"}, {kind: "in a row 2", text: "1+1"},
+		}},
+		{name: "lua", argv: []string{"/usr/bin/lua5.4"}, prompt: `^(?:.*[^>])?(?P<p>> )$`, cont: `^>> $`, asks: []oracleAsk{
+			{kind: "one line", text: "print(6*7)"},
+			{kind: "multi-line answer", text: `print("a\nb\nc")`},
+			{kind: "pause", text: "print('a') os.execute('sleep 3') print('b')", pause: true},
+			{kind: "error", text: "error('boom')"},
+			{kind: "in a row 1", text: "print(1)"}, {kind: "in a row 2", text: "print(2)"},
+			{kind: "no final newline", text: `do io.write("...") end`},
+			{kind: "incomplete", text: "x = 1 +", incomplete: true},
+			{kind: "continued", text: "2 print(x)", continued: true},
+		}},
+		{name: "guile", argv: []string{"/usr/bin/guile", "--no-auto-compile"}, prompt: `^scheme@\(guile-user\)(?: \[\d+\])?> $`, asks: []oracleAsk{
+			{kind: "one line", text: "(* 6 7)"},
+			{kind: "multi-line answer", text: `(display "a\nb\nc\n")`},
+			{kind: "pause", text: `(begin (display "a\n") (sleep 3) (display "b\n"))`, pause: true},
+			{kind: "in a row 1", text: "(+ 1 0)"}, {kind: "in a row 2", text: "(+ 1 1)"},
+			{kind: "incomplete", text: "(+ 1", incomplete: true},
+			{kind: "continued", text: "2)", continued: true},
+		}},
+		{name: "ocaml", argv: []string{"/usr/bin/ocaml"}, prompt: `^# $`, asks: []oracleAsk{
+			{kind: "one line", text: "6*7;;"},
+			{kind: "multi-line answer", text: `print_string "a\nb\nc\n";;`},
+			{kind: "pause", text: `print_endline "a"; ignore (Sys.command "sleep 3"); print_endline "b";;`, pause: true},
+			{kind: "error", text: "1/0;;"},
+			{kind: "slow first line", text: "ignore (Sys.command \"sleep 2\");;\n1;;", pause: true},
+			{kind: "in a row 1", text: "1;;"}, {kind: "in a row 2", text: "2;;"},
+			{kind: "incomplete", text: "(1 +", incomplete: true},
+			{kind: "continued", text: "2);;", continued: true},
+		}},
+		{name: "zsh-rprompt", argv: []string{"/usr/bin/zsh"}, prompt: `^[%#] $`, paste: true,
+			env:   []string{"ZDOTDIR=HOME"},
+			files: map[string]string{".zshrc": "PS1='%# '\nRPROMPT='[%*]'\n"}, asks: []oracleAsk{
+				{kind: "one line", text: "echo $((6*7))"},
+				{kind: "multi-line answer", text: `printf 'a\nb\nc\n'`},
+				{kind: "pause", text: `echo a; sleep 3; echo b`, pause: true},
+				{kind: "error", text: "ls /nonexistent-dir"},
+				{kind: "in a row 1", text: "echo 1"}, {kind: "in a row 2", text: "echo 2"},
+			}},
+		{name: "fish", argv: []string{"/usr/bin/fish", "--no-config"}, prompt: `[#>] $`, paste: true, asks: []oracleAsk{
+			{kind: "one line", text: "math 6 \\* 7"},
+			{kind: "multi-line answer", text: `printf 'a\nb\nc\n'`},
+			{kind: "pause", text: `echo a; sleep 3; echo b`, pause: true},
+			{kind: "in a row 1", text: "echo 1"}, {kind: "in a row 2", text: "echo 2"},
+		}},
+		{name: "bash-2line", argv: []string{"/bin/bash", "--norc", "--noprofile", "-i"}, prompt: `^[$#] $`, promptRows: 2, paste: true,
+			env: []string{"PS1=\\w\\n\\$ "}, asks: []oracleAsk{
+				{kind: "one line", text: "echo $((6*7))"},
+				{kind: "multi-line answer", text: `printf 'a\nb\nc\n'`},
+				{kind: "pause", text: `echo a; sleep 3; echo b`, pause: true},
+				{kind: "empty answer", text: "true"},
+				{kind: "in a row 1", text: "echo 1"}, {kind: "in a row 2", text: "echo 2"},
+				{kind: "incomplete", text: "echo 'a", incomplete: true},
+				{kind: "continued", text: "b'", continued: true},
+			}},
 		{name: "gdb", argv: []string{"/usr/bin/gdb", "-q", "-nx"}, prompt: `^\(gdb\) $`, paste: true, asks: []oracleAsk{
 			{kind: "one line", text: "print 6*7"},
 			{kind: "multi-line answer", text: `printf "a\nb\nc\n"`},
@@ -142,10 +242,21 @@ func TestAskOracle(t *testing.T) {
 			t.Parallel()
 			// Each side has a home of its own: the programs keep files there.
 			progEnv := func(home string) []string {
-				return []string{"HOME=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "IPYTHONDIR=" + filepath.Join(home, ".ipython"),
+				env := []string{"HOME=" + home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "IPYTHONDIR=" + filepath.Join(home, ".ipython"),
 					"PATH=/usr/local/bin:/usr/bin:/bin", "NODE_NO_WARNINGS=1", "TERM=xterm-256color"}
+				for _, kv := range prog.env {
+					env = append(env, strings.ReplaceAll(kv, "=HOME", "="+home))
+				}
+				return env
 			}
 			home, tmuxHome := t.TempDir(), t.TempDir()
+			for _, h := range []string{home, tmuxHome} {
+				for f, text := range prog.files {
+					if err := os.WriteFile(filepath.Join(h, f), []byte(text), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			ctx := testCtx(t, 5*time.Minute)
 			name := "o-" + strings.ReplaceAll(prog.name, "3", "")
 			if _, err := m.Spawn(ctx, SpawnRequest{Name: name, Argv: prog.argv, Cwd: home, Env: progEnv(home), Cols: oracleCols, Rows: oracleRows}); err != nil {
@@ -160,7 +271,10 @@ func TestAskOracle(t *testing.T) {
 				// tmux twins start at once on two cores, and judging a
 				// program still starting by its look (a guess) is what
 				// issue 26 replaces with knowing it reads its terminal.
-				gate := "(?m)" + strings.TrimSuffix(prog.prompt, " $")
+				gate := "(?m)" + strings.TrimSuffix(strings.TrimSuffix(prog.prompt, ")$"), " $")
+				if strings.Contains(prog.prompt, "(?P<p>") {
+					gate = "(?m)" + prog.prompt[strings.Index(prog.prompt, "(?P<p>")+6:len(prog.prompt)-3]
+				}
 				if _, err := m.Wait(ctx, WaitRequest{Name: name, Until: gate, Timeout: 60 * time.Second}); err != nil {
 					t.Fatalf("%s never showed its prompt: %v", prog.name, err)
 				}
@@ -172,7 +286,7 @@ func TestAskOracle(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					want, oerr = tm.ask(q.text, promptRE, prog.paste)
+					want, oerr = tm.ask(q, promptRE, prog)
 				}()
 				res, err := m.Ask(ctx, AskRequest{Name: name, Text: q.text, Timeout: 60 * time.Second, FallbackIdle: 1500 * time.Millisecond})
 				wg.Wait()
@@ -187,8 +301,14 @@ func TestAskOracle(t *testing.T) {
 				}
 				t.Logf("%s: %q -> %q (%s, %s)", q.kind, q.text, res.Answer, res.Reason, res.Elapsed.Round(time.Millisecond))
 				wantReason := ReasonPrompt
-				if promptRE == nil {
+				switch {
+				case q.incomplete:
+					wantReason = ReasonIncomplete
+				case promptRE == nil && res.ReadySignal != SignalRead:
 					wantReason = ReasonIdle
+				}
+				if res.Continued != q.continued {
+					t.Errorf("%s: ask %q says continued %v, want %v", q.kind, q.text, res.Continued, q.continued)
 				}
 				if res.Reason != wantReason {
 					t.Errorf("%s: ask %q ended by %s, want %s", q.kind, q.text, res.Reason, wantReason)
@@ -305,16 +425,45 @@ func (p *tmuxPane) settled(quiet, limit time.Duration, cond func(paneState) bool
 	}
 }
 
+// promptAt reports whether the cursor's row (up to the cursor) shows the
+// prompt, and the text before the prompt on that row (output that did not
+// end its line), which is part of the answer.
+func promptAt(prompt *regexp.Regexp, before string) (prefix string, ok bool) {
+	if prompt == nil {
+		return "", true
+	}
+	m := prompt.FindStringSubmatchIndex(before)
+	if m == nil {
+		return "", false
+	}
+	if g := prompt.SubexpIndex("p"); g > 0 && m[2*g] > 0 {
+		return before[:m[2*g]], true
+	}
+	return "", true
+}
+
 // ask types text as a person would (one bracketed paste, or line by line
-// with Enter) and returns the rows between the echo and the next prompt.
-func (p *tmuxPane) ask(text string, prompt *regexp.Regexp, paste bool) (string, error) {
-	atPrompt := func(st paneState) bool { return prompt == nil || prompt.MatchString(st.before) }
-	if _, err := p.settled(300*time.Millisecond, 30*time.Second, atPrompt); err != nil {
+// with Enter, each line once the program shows its prompt or continuation
+// prompt again) and returns the rows between the echo and the next prompt
+// (the prompt's rows left out, text before it on its row kept); for an
+// incomplete question, the rows above the continuation prompt.
+func (p *tmuxPane) ask(q oracleAsk, prompt *regexp.Regexp, prog oracleProgram) (string, error) {
+	atPrompt := func(st paneState) bool { _, ok := promptAt(prompt, st.before); return ok }
+	var cont *regexp.Regexp
+	if prog.cont != "" {
+		cont = regexp.MustCompile(prog.cont)
+	}
+	ready := func(st paneState) bool { return atPrompt(st) || cont != nil && cont.MatchString(st.before) }
+	before := atPrompt
+	if q.continued {
+		before = nil // the program waits for the rest of the last input
+	}
+	if _, err := p.settled(300*time.Millisecond, 30*time.Second, before); err != nil {
 		return "", fmt.Errorf("before the question: %w", err)
 	}
-	text = strings.TrimSuffix(text, "\n")
+	text := strings.TrimSuffix(q.text, "\n")
 	last := text
-	if paste {
+	if prog.paste {
 		cmd := exec.Command("tmux", "-u", "-S", p.sock, "load-buffer", "-b", "q", "-")
 		cmd.Stdin = strings.NewReader(text)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -329,7 +478,7 @@ func (p *tmuxPane) ask(text string, prompt *regexp.Regexp, paste bool) (string, 
 			if err := p.keys(l, true); err != nil {
 				return "", err
 			}
-			if _, err := p.settled(300*time.Millisecond, 30*time.Second, nil); err != nil {
+			if _, err := p.settled(300*time.Millisecond, 30*time.Second, ready); err != nil {
 				return "", err
 			}
 		}
@@ -346,21 +495,39 @@ func (p *tmuxPane) ask(text string, prompt *regexp.Regexp, paste bool) (string, 
 	if _, err := p.run("send-keys", "Enter"); err != nil {
 		return "", err
 	}
+	if q.closeBlock {
+		if _, err := p.settled(300*time.Millisecond, 30*time.Second, func(st paneState) bool { return st.cursor > echoEnd }); err != nil {
+			return "", err
+		}
+		if _, err := p.run("send-keys", "Enter"); err != nil {
+			return "", err
+		}
+	}
 	quiet := 500 * time.Millisecond
-	if prompt == nil {
+	if prompt == nil || q.incomplete {
 		quiet = 2 * time.Second
 	}
-	st, err = p.settled(quiet, 60*time.Second, func(st paneState) bool { return st.cursor > echoEnd && atPrompt(st) })
+	done := func(st paneState) bool { return st.cursor > echoEnd && (q.incomplete || atPrompt(st)) }
+	st, err = p.settled(quiet, 60*time.Second, done)
 	if err != nil {
 		return "", fmt.Errorf("answer: %w", err)
 	}
 	end := st.cursor
-	if prompt == nil && strings.TrimSpace(st.before) == "" {
+	prefix := ""
+	switch {
+	case q.incomplete:
+	case prompt == nil && strings.TrimSpace(st.before) == "":
 		end = len(st.rows)
+	default:
+		prefix, _ = promptAt(prompt, st.before)
+		end -= max(prog.promptRows, 1) - 1
 	}
 	var ans []string
 	if echoEnd+1 < end && end <= len(st.rows) {
-		ans = st.rows[echoEnd+1 : end]
+		ans = append(ans, st.rows[echoEnd+1:end]...)
+	}
+	if prefix != "" {
+		ans = append(ans, prefix)
 	}
 	for len(ans) > 0 && strings.TrimSpace(ans[len(ans)-1]) == "" {
 		ans = ans[:len(ans)-1]
@@ -369,6 +536,10 @@ func (p *tmuxPane) ask(text string, prompt *regexp.Regexp, paste bool) (string, 
 }
 
 func (p *tmuxPane) keys(text string, enter bool) error {
+	if strings.HasSuffix(text, ";") {
+		// tmux ends a command at an argument ending in ";" unless escaped.
+		text = text[:len(text)-1] + `\;`
+	}
 	if text != "" {
 		if _, err := p.run("send-keys", "-l", "--", text); err != nil {
 			return err

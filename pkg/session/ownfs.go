@@ -70,18 +70,3 @@ func judgeOwnDir(what, dir string, st *unix.Stat_t) error {
 func openNoFollow(path string, flag int) (*os.File, error) {
 	return os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 }
-
-// openLogNoFollow opens a part of a session's event log to read it, never
-// through a link. A link where the log belongs is ErrInvalidStatus naming
-// the file and the fix, not an internal error: it is the state of the
-// session's files (someone replaced the log), which only a person can
-// settle, and nothing is read through it.
-func openLogNoFollow(name, path string) (*os.File, error) {
-	f, err := openNoFollow(path, os.O_RDONLY)
-	if errors.Is(err, syscall.ELOOP) {
-		to, _ := os.Readlink(path)
-		return nil, &Error{Kind: ErrInvalidStatus, Msg: fmt.Sprintf("the event log of session %q, %s, is a symbolic link (to %s), which agentd never reads through (another program may have planted it); remove the link (rm %s): the log written after it is lost, the session goes on",
-			name, path, to, path)}
-	}
-	return f, err
-}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // otherUID is the uid the peer tests connect as: nobody's account.
@@ -79,7 +81,7 @@ func TestWorkerRefusesAnotherUser(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, _ := os.ReadFile(filepath.Join(m.dir("u"), logName))
+		b, _ := os.ReadFile(filepath.Join(m.dir("u"), eventlog.FileName))
 		if strings.Contains(string(b), "pwned") {
 			t.Fatalf("the other user's input reached the session:\n%s", b)
 		}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 func TestPythonAsk(t *testing.T) {
@@ -568,7 +570,7 @@ func TestManagerRestart(t *testing.T) {
 		t.Fatal("ask in flight across Manager.Close returned an answer, want an error")
 	}
 	await(t, 5*time.Second, "output produced while the daemon is away", func() bool {
-		b, _ := os.ReadFile(filepath.Join(e.opts.StateDir, "sessions", "sh", logName))
+		b, _ := os.ReadFile(filepath.Join(e.opts.StateDir, "sessions", "sh", eventlog.FileName))
 		return bytes.Contains(b, []byte("made-while-away"))
 	})
 
@@ -718,7 +720,7 @@ func TestLogsFollowAndFlood(t *testing.T) {
 		t.Errorf("follow ended after %d events without the final output", n)
 	}
 	var size int64
-	for _, f := range []string{logName, logOldName} {
+	for _, f := range []string{eventlog.FileName, eventlog.OldFileName} {
 		if fi, err := os.Stat(filepath.Join(e.opts.StateDir, "sessions", "flood", f)); err == nil {
 			size += fi.Size()
 		}

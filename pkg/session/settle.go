@@ -5,6 +5,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // Settling a session whose worker is gone. The worker records the end
@@ -57,6 +59,9 @@ func (m *Manager) settleGone(name string, man *Manifest, detail string, known *E
 	now := time.Now().UTC()
 	m.mu.Lock()
 	delete(m.unanswered, name)
+	if m.stopAsked[name] {
+		man.StopAsked = true // stop --force: kept for a later agentd (restart.go)
+	}
 	m.mu.Unlock()
 	recorded := m.lastExitRecord(name)
 	switch {
@@ -70,17 +75,17 @@ func (m *Manager) settleGone(name string, man *Manifest, detail string, known *E
 		if !known.EndedAt.IsZero() {
 			man.EndedAt = &known.EndedAt
 		}
-		if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
-			l.append(&Event{Type: EventExit, ExitCode: known.ExitCode, Signal: known.Signal, Termination: known.Termination})
-			man.Events = l.seq
-			l.close()
+		if l, err := eventlog.Open(dir, m.opts.LogCap); err == nil {
+			l.Append(&Event{Type: EventExit, ExitCode: known.ExitCode, Signal: known.Signal, Termination: known.Termination})
+			man.Events = l.Seq()
+			l.Close()
 		}
 	default:
-		if l, err := openEventLog(dir, m.opts.LogCap); err == nil {
-			l.append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
-			l.append(&Event{Type: EventExit, Termination: TermHostDeath})
-			man.Events = l.seq
-			l.close()
+		if l, err := eventlog.Open(dir, m.opts.LogCap); err == nil {
+			l.Append(&Event{Type: EventMarker, Text: "worker gone: " + detail})
+			l.Append(&Event{Type: EventExit, Termination: TermHostDeath})
+			man.Events = l.Seq()
+			l.Close()
 		}
 		man.Status, man.Termination, man.Reason, man.EndedAt = StatusFailed, TermHostDeath, detail, &now
 	}

@@ -1,5 +1,7 @@
 package session
 
+import "github.com/agentd/agentd/pkg/eventlog"
+
 // Status is where a session is in its life.
 type Status string
 
@@ -35,7 +37,7 @@ const (
 )
 
 // Termination says how a session ended.
-type Termination string
+type Termination = eventlog.Termination
 
 // The termination categories.
 const (
@@ -63,7 +65,8 @@ type Allows struct {
 	Attach bool `json:"attach"` // Attach
 	Stop   bool `json:"stop"`   // Stop sends a signal (on an ended session it only reports)
 	Remove bool `json:"remove"` // Remove without force
-	// Terminal is a status the session never leaves (except to be removed).
+	// Terminal is a status the session leaves only to be removed or
+	// restarted (restart.go).
 	Terminal bool `json:"terminal"`
 	// Live is a status with a worker process behind it.
 	Live bool `json:"live"`

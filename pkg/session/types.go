@@ -2,6 +2,9 @@ package session
 
 import (
 	"time"
+
+	"github.com/agentd/agentd/pkg/agentstate"
+	"github.com/agentd/agentd/pkg/termmodel"
 )
 
 // MaxSpawnBytes bounds a spawn's argv and, apart, its environment (the
@@ -42,6 +45,21 @@ type SpawnRequest struct {
 	// Worktree, when set, runs the program in a new git worktree of the
 	// repository Cwd is in (see WorktreeRequest).
 	Worktree *WorktreeRequest
+	// Agent says which agent CLI the program is (claude, codex, gemini,
+	// none), for its state (agentstate.go); empty is detected from Argv.
+	Agent string
+	// Restart is when the session is started again after it ends (see
+	// RestartPolicy); empty is RestartNo.
+	Restart RestartPolicy
+	// Desktop names the agents' desktop the program runs on (its
+	// variables are in Env), "new" for one made for it, kept in the
+	// manifest with KeepDesktop so a restart binds it again (see
+	// ManagerOptions.Desktop).
+	Desktop     string
+	KeepDesktop bool
+	// NoHooks leaves an agent CLI's hooks unwired (hooks.go): its state
+	// comes from the screen alone.
+	NoHooks bool
 }
 
 // Info is a session's full status.
@@ -65,6 +83,21 @@ type Info struct {
 	Asks   uint64 `json:"asks"`
 	// LastActivity is the time of the last output or input (zero if none).
 	LastActivity time.Time `json:"last_activity,omitzero"`
+	// Input says whether the program waits for input (InputReady: blocked
+	// reading its terminal, nothing typed left unread) or not (InputBusy),
+	// as of the last heartbeat; "" when the kernel cannot tell or the
+	// session is not running.
+	Input string `json:"input,omitempty"`
+	// Agent is the agent CLI the program is ("" for none); State what it
+	// does (agentstate.State: working, waiting, needs_approval,
+	// needs_attention), since Since, and Detail what it asks, if anything.
+	Agent  string             `json:"agent,omitempty"`
+	State  string             `json:"state,omitempty"`
+	Since  time.Time          `json:"state_since,omitzero"`
+	Detail *agentstate.Detail `json:"state_detail,omitempty"`
+	// Hooks says whether the agent CLI reports through its hooks (nil for
+	// other programs and ended sessions).
+	Hooks *HookReport `json:"hooks,omitempty"`
 	// SilentFor is how long the worker has not answered, set only with
 	// StatusUnresponsive.
 	SilentFor time.Duration `json:"silent_ns,omitempty"`
@@ -86,15 +119,27 @@ type ListEntry struct {
 	CreatedAt    time.Time     `json:"created_at"`
 	Age          time.Duration `json:"age_ns"`
 	LastActivity time.Time     `json:"last_activity,omitzero"`
-	Termination  Termination   `json:"termination,omitempty"`
-	ExitCode     *int          `json:"exit_code,omitempty"`
-	Signal       string        `json:"signal,omitempty"`
+	// Input is InputReady or InputBusy for a running program, as of its
+	// worker's last heartbeat; "" when unknown.
+	Input string `json:"input,omitempty"`
+	// Agent and State are an agent CLI's state as of the last heartbeat,
+	// entered at Since.
+	Agent       string      `json:"agent,omitempty"`
+	State       string      `json:"state,omitempty"`
+	Since       time.Time   `json:"state_since,omitzero"`
+	Termination Termination `json:"termination,omitempty"`
+	ExitCode    *int        `json:"exit_code,omitempty"`
+	Signal      string      `json:"signal,omitempty"`
 	// Reason says why a session failed, is broken or is unresponsive, for
 	// people.
 	Reason string `json:"reason,omitempty"`
 	// SilentFor is how long the worker has not answered, set only with
 	// StatusUnresponsive.
 	SilentFor time.Duration `json:"silent_ns,omitempty"`
+	// Restarts counts the session's restarts (restart.go).
+	Restarts int `json:"restarts,omitempty"`
+	// Lease is who holds the session's keyboard (TakeOver), if anyone.
+	Lease *Lease `json:"lease,omitempty"`
 }
 
 // StopRequest ends a session's program.
@@ -162,6 +207,14 @@ const (
 	ReasonMatched = "matched"
 	// ReasonExited: the program ended.
 	ReasonExited = "exited"
+	// ReasonIncomplete: the program waits for the rest of an input (a
+	// continuation prompt, or a question of its own); the next ask is
+	// typed as that rest (AskResult.Continued).
+	ReasonIncomplete = "incomplete"
+	// ReasonReady: a wait's program waits for input (WaitRequest.Ready).
+	ReasonReady = "ready"
+	// ReasonState: a wait's session entered one of its States.
+	ReasonState = "state"
 	// ReasonTimeout: the deadline passed first.
 	ReasonTimeout = "timeout"
 	// ReasonCanceled: the asker went away or cancelled.
@@ -198,6 +251,13 @@ type AskResult struct {
 	Pasted bool `json:"pasted"`
 	// Resent is true when Enter had to be sent a second time.
 	Resent bool `json:"resent"`
+	// ReadySignal says how the ask knew the program was waiting:
+	// SignalRead (the kernel: it was blocked reading its terminal) or
+	// SignalPrompt (the look of its prompt and silence).
+	ReadySignal string `json:"ready_signal"`
+	// Continued is true when the question was typed as the rest of an
+	// input the last ask left incomplete.
+	Continued bool `json:"continued,omitempty"`
 }
 
 // SendRequest delivers input without waiting: Text, Keys, or Text then
@@ -221,6 +281,14 @@ type WaitRequest struct {
 	Idle time.Duration `json:"idle"`
 	// Exit holds when the program has ended (at once if it already has).
 	Exit bool `json:"exit"`
+	// Ready holds when the program waits for input: blocked reading its
+	// terminal with nothing typed left unread (see readiness.go). Where the
+	// kernel cannot tell, the wait fails with ErrInvalid.
+	Ready bool `json:"ready,omitempty"`
+	// States holds when the session's state is one of these: an agent
+	// CLI's (working, waiting, needs_approval, needs_attention), or any
+	// program's ready or busy (as Ready tells).
+	States []string `json:"states,omitempty"`
 	// Timeout is the deadline; zero is the Manager's (Timeouts).
 	Timeout time.Duration `json:"timeout"`
 }
@@ -278,6 +346,9 @@ const (
 	// ActionRemovedLeftover: a directory with nothing to keep (no manifest,
 	// no worker, no event) or what an interrupted removal left; removed.
 	ActionRemovedLeftover = "removed_leftover"
+	// ActionRestarted: the worker was gone and the session's restart
+	// policy started it again (after a reboot, or RestartAlways).
+	ActionRestarted = "restarted"
 )
 
 // ReconcileEntry is one session's outcome.
@@ -309,8 +380,12 @@ const (
 	// agentd's socket.
 	mAttachStream = "worker.attach_stream"
 	mCancel       = "worker.cancel"
+	mApprove      = "worker.approve"
+	mHook         = "worker.hook"
 	mRecord       = "worker.record"
-	nOutput       = "worker.output"
+	// mMark writes a marker record (a take-over, a hand-back: lease.go).
+	mMark   = "worker.mark"
+	nOutput = "worker.output"
 )
 
 // workerSpec is what the Manager hands a new worker on fd 3.
@@ -327,6 +402,12 @@ type workerSpec struct {
 	LogCap     int64     `json:"log_cap"`
 	CreatedAt  time.Time `json:"created_at"`
 	Worktree   *Worktree `json:"worktree,omitempty"`
+	// Keep is what the worker keeps in every manifest it writes.
+	Keep RestartState `json:"keep,omitzero"`
+	// Hooks is the agentctl an agent CLI's hooks run (hooks.go), ""
+	// when they are not wired, HooksOff then why.
+	Hooks    string `json:"hooks,omitempty"`
+	HooksOff string `json:"hooks_off,omitempty"`
 }
 
 // workerReady is the worker's answer on fd 3.
@@ -350,6 +431,17 @@ type liveStatus struct {
 	Asks         uint64    `json:"asks"`
 	LastActivity time.Time `json:"last_activity,omitzero"`
 	Exit         ExitInfo  `json:"exit"`
+	// Input is InputReady or InputBusy as the kernel tells it ("" when
+	// it cannot), looked at when the status is asked for.
+	Input string `json:"input,omitempty"`
+	// Agent, State, Since and Detail are an agent CLI's state
+	// (agentstate.go); empty for other programs.
+	Agent  string             `json:"agent,omitempty"`
+	State  string             `json:"state,omitempty"`
+	Since  time.Time          `json:"state_since,omitzero"`
+	Detail *agentstate.Detail `json:"state_detail,omitempty"`
+	// Hooks says whether the agent CLI reports through its hooks.
+	Hooks *HookReport `json:"hooks,omitempty"`
 	// TokenDigest is the SHA-256 of the session's secret (TokenEnv in
 	// the program's environment), in hex: what the Manager keeps to check
 	// a token presented for a channel binding. The secret itself never
@@ -387,6 +479,12 @@ type recordParams struct {
 	Reason   string `json:"reason"`
 }
 
+// markParams put a note from agentd into the session's event log.
+type markParams struct {
+	Text   string `json:"text"`
+	Reason string `json:"reason"`
+}
+
 // waitParams is a WaitRequest on the worker protocol.
 type waitParams = WaitRequest
 
@@ -403,3 +501,6 @@ type stopParams struct {
 type outputNote struct {
 	Data []byte `json:"data"`
 }
+
+// Snapshot is the screen as a person sees it (the terminal model's).
+type Snapshot = termmodel.Snapshot

@@ -72,33 +72,11 @@ const maxAncestry = 4096
 // before its worker has recorded it): Vouch then waits for the spawn, at
 // most SpawnTimeout.
 func (m *Manager) Vouch(ctx context.Context, name string, pid int, token string) (ok bool, why string, err error) {
-	h, man, err := m.lookup(ctx, name)
-	deadline := time.Now().Add(m.opts.SpawnTimeout)
-	for err == nil && h == nil && man.Status == StatusStarting && time.Now().Before(deadline) {
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-ctx.Done():
-			return false, "", ctx.Err()
-		}
-		h, man, err = m.lookup(ctx, name)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, "", ctx.Err()
-		}
-		return false, err.Error(), nil
-	}
+	h, why, err := m.runningHandle(ctx, name, true)
 	if h == nil {
-		return false, fmt.Sprintf("session %q is %s, so nothing runs inside it", name, man.Status), nil
+		return false, why, err
 	}
-	// The worker outlives its program for a moment; ask it.
-	if st, err := m.statusOf(ctx, h); err != nil || !st.Status.Allows().Live {
-		if ctx.Err() != nil {
-			return false, "", ctx.Err()
-		}
-		return false, fmt.Sprintf("session %q has ended, so nothing runs inside it", name), nil
-	}
-	if token != "" && h.tokenDigest != "" && subtle.ConstantTimeCompare([]byte(tokenDigestOf(token)), []byte(h.tokenDigest)) == 1 {
+	if tokenMatches(h, token) {
 		return true, "", nil
 	}
 	if descends(pid, h.workerPID, h.workerStart) {
@@ -108,6 +86,50 @@ func (m *Manager) Vouch(ctx context.Context, name string, pid int, token string)
 		return false, fmt.Sprintf("the token given is not session %q's, and process %d is not one of its processes", name, pid), nil
 	}
 	return false, fmt.Sprintf("process %d is not one of session %q's processes and gave no token", pid, name), nil
+}
+
+// tokenMatches says whether token is the secret of h's session.
+func tokenMatches(h *handle, token string) bool {
+	return token != "" && h.tokenDigest != "" && subtle.ConstantTimeCompare([]byte(tokenDigestOf(token)), []byte(h.tokenDigest)) == 1
+}
+
+// runningHandle is the handle of the running session name, waiting for a
+// spawn in progress (see Vouch); nil with the reason for people when the
+// session does not exist or does not run, and err only for ctx ending.
+// With confirm the worker is asked whether its program still runs (it
+// outlives it for a moment); without, a caller whose worker call says so
+// itself saves the round trip.
+func (m *Manager) runningHandle(ctx context.Context, name string, confirm bool) (*handle, string, error) {
+	h, man, err := m.lookup(ctx, name)
+	deadline := time.Now().Add(m.opts.SpawnTimeout)
+	for err == nil && h == nil && man.Status == StatusStarting && time.Now().Before(deadline) {
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
+		h, man, err = m.lookup(ctx, name)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, err.Error(), nil
+	}
+	if h == nil {
+		return nil, fmt.Sprintf("session %q is %s, so nothing runs inside it", name, man.Status), nil
+	}
+	if !confirm {
+		return h, "", nil
+	}
+	// The worker outlives its program for a moment; ask it.
+	if st, err := m.statusOf(ctx, h); err != nil || !st.Status.Allows().Live {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, fmt.Sprintf("session %q has ended, so nothing runs inside it", name), nil
+	}
+	return h, "", nil
 }
 
 // descends reports whether pid is a descendant of ancestor (started at

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/pkg/eventlog"
 )
 
 // TestVouch: a session vouches for its program (a descendant of its
@@ -34,7 +35,7 @@ func TestVouch(t *testing.T) {
 	if len(token) != 64 {
 		t.Fatalf("the program's %s is %q, want 64 hex digits", TokenEnv, token)
 	}
-	for _, f := range []string{manifestName, logName, "worker.log"} {
+	for _, f := range []string{manifestName, eventlog.FileName, "worker.log"} {
 		if b, _ := os.ReadFile(filepath.Join(m.dir("v"), f)); strings.Contains(string(b), token) {
 			t.Errorf("the session's secret is written in %s", f)
 		}

@@ -109,8 +109,11 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if re == nil && p.Idle <= 0 && !p.Exit {
-		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle or exit")
+	if re == nil && p.Idle <= 0 && !p.Exit && !p.Ready && len(p.States) == 0 {
+		return nil, errorf(ErrInvalid, "wait needs a condition; give until, idle, exit, ready or states")
+	}
+	if p.Ready && !w.signalKnown() {
+		return nil, errorf(ErrInvalid, "wait --ready on session %q: the kernel cannot tell whether its program reads its terminal (%s); wait with --until or --idle instead", w.spec.Name, w.unknownWhy())
 	}
 	timeout := p.Timeout // Manager.Wait fills it in (Timeouts)
 	if timeout <= 0 {
@@ -125,15 +128,15 @@ func (w *worker) wait(ctx context.Context, p waitParams) (*WaitResult, error) {
 		w.mu.Unlock()
 		return nil, statusError(w.spec.Name, w.status, w.exit.Termination, "wait")
 	}
-	fromSeq := w.elog.seq
+	fromSeq := w.elog.Seq()
 	wt.bytes0 = w.bytes
 	if re != nil {
 		scr := w.screenLocked()
-		scr.startCapture()
-		wt.fromRow = scr.capture.top() // the screen's first row
+		scr.StartCapture()
+		wt.fromRow = scr.Top() // the screen's first row
 		defer func() {
 			w.mu.Lock()
-			w.scr.stopCapture()
+			w.scr.StopCapture()
 			w.mu.Unlock()
 		}()
 	}
@@ -168,6 +171,9 @@ type waiting struct {
 	fromRow  int    // the screen's first row when the wait began
 	lastEval time.Time
 	res      *WaitResult // set when a condition held; nil when the session ended first
+	// With Ready: the wait between looks, and the output it was set at.
+	poll      time.Duration
+	pollBytes uint64
 }
 
 // decide is the wait's decision function for the watcher (w.mu held): the
@@ -195,9 +201,17 @@ func (wt *waiting) decide() look {
 		reason = ReasonExited
 	case wt.p.Idle > 0 && quiet >= wt.p.Idle:
 		reason = ReasonIdle
+	case wt.p.Ready && !ended:
+		st := w.lookLocked()
+		if st.Ready && w.waitsForPersonLocked(st) {
+			reason = ReasonReady
+		}
+	}
+	if reason == "" && len(wt.p.States) > 0 && !ended && w.inStatesLocked(wt.p.States) {
+		reason = ReasonState
 	}
 	if reason != "" {
-		wt.res = &WaitResult{Name: w.spec.Name, Reason: reason, Screen: w.screenLocked().lines(), Elapsed: time.Since(wt.start), Seq: w.elog.seq}
+		wt.res = &WaitResult{Name: w.spec.Name, Reason: reason, Screen: w.screenLocked().Lines(), Elapsed: time.Since(wt.start), Seq: w.elog.Seq()}
 		return look{done: true}
 	}
 	if ended {
@@ -206,6 +220,15 @@ func (wt *waiting) decide() look {
 	l := look{wake: -1}
 	if wt.p.Idle > 0 {
 		l.soon(wt.p.Idle - quiet)
+	}
+	if wt.p.Ready || len(wt.p.States) > 0 {
+		// Readiness changes with no output (the program blocks reading):
+		// look again soon, less often while nothing happens.
+		if wt.poll == 0 || w.bytes != wt.pollBytes {
+			wt.poll, wt.pollBytes = readyPollMin, w.bytes
+		}
+		l.soon(wt.poll)
+		wt.poll = min(2*wt.poll, readyPollMax)
 	}
 	if g := gap - time.Since(wt.lastEval); wt.re != nil && g > 0 {
 		// Changes within the gap are looked at when it ends.
@@ -219,15 +242,11 @@ func (wt *waiting) decide() look {
 // row with text, the cursor's row up to the cursor with its spaces kept.
 func (w *worker) rowsFromLocked(from int) string {
 	scr := w.screenLocked()
-	_, h := scr.size()
-	top := 0
-	if scr.capture != nil {
-		top = scr.capture.top()
-	}
-	rows, _ := scr.rows(from, top+h)
-	cur := scr.cursorRow() - from
+	_, h := scr.Size()
+	rows, _ := scr.Rows(from, scr.Top()+h)
+	cur := scr.CursorRow() - from
 	if cur >= 0 && cur < len(rows) {
-		if before, restBlank := scr.beforeCursor(); restBlank {
+		if before, restBlank := scr.BeforeCursor(); restBlank {
 			rows[cur] = before
 		}
 	}

@@ -22,6 +22,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/internal/rpc"
+	"github.com/agentd/agentd/internal/ttyready"
+	"github.com/agentd/agentd/pkg/agentstate"
+	"github.com/agentd/agentd/pkg/eventlog"
+	"github.com/agentd/agentd/pkg/termmodel"
 )
 
 // spawnFD is the descriptor on which a worker receives its specification
@@ -106,7 +110,7 @@ type worker struct {
 	reaped   chan struct{}        // closed when the worker has no child left
 	pumpDone chan struct{}        // closed when the output pump has ended
 	done     chan struct{}        // closed once the end is recorded
-	replies  chan []byte          // terminal replies to write to the program
+	replies  chan termReply       // terminal replies to write to the program
 
 	inMu    sync.Mutex    // serialises writes to the master
 	askSem  chan struct{} // one ask at a time
@@ -118,9 +122,24 @@ type worker struct {
 	// does not make a healthy worker miss its heartbeat.
 	published atomic.Pointer[liveStatus]
 
+	// The input state status reports, and what it was looked at for
+	// (describeReadiness); inputMu guards them, never held with mu.
+	inputMu     sync.Mutex
+	inputKnown  bool
+	inputState  string
+	inputEvents uint64
+	inputLooked time.Time
+
+	// queries counts the output chunks that held a terminal query, and
+	// repliedUpTo is the count the last reply written answered: a program
+	// waiting for the reply to its query reads its terminal, but does not
+	// wait for a person (lookLocked).
+	queries     atomic.Uint64
+	repliedUpTo atomic.Uint64
+
 	mu           sync.Mutex // guards everything below
-	elog         *eventLog
-	scr          *screen
+	elog         *eventlog.Writer
+	scr          *termmodel.Screen
 	man          Manifest
 	status       Status
 	exit         ExitInfo
@@ -132,44 +151,44 @@ type worker struct {
 	subs         map[*subscriber]struct{}
 	inflight     int
 	logErr       bool
-	pending      []byte // output not yet fed to scr
-	scrollRegion bool   // the program set a scroll region
 
 	// Asks (see ask.go).
-	prompt        *promptShape                       // learned when the last ask began or ended
+	prompt        *termmodel.Prompt                  // learned when the last ask began or ended
 	typed         bool                               // an ask has typed into the program
 	bytesAtAskEnd uint64                             // output count when the last ask ended
 	runningAsks   map[string]context.CancelCauseFunc // by askParams.ID
 	canceledAsks  map[string]struct{}                // cancels that overtook their ask
+
+	// Readiness (readiness.go): the kernel's word on whether the program
+	// waits for input, and the prompt learned at its ready points.
+	probe      *ttyready.Probe // nil where the terminal cannot be probed
+	pm         *termmodel.PromptModel
+	pmReader   int              // the process pm was learned from
+	queryAt    time.Time        // when output last held a terminal query
+	incomplete *incompleteInput // what the last ask left waiting, if anything
+	inputSeen  bool             // anything was typed into the program
+	// inputWaiter is the program's wait when input was last typed, at
+	// inputAt (readiness.go).
+	// An agent CLI's state (agentstate.go); nil tracker for other programs.
+	agent         agentstate.Agent
+	tracker       *agentstate.Tracker
+	classifyTimer *time.Timer
+	classifyFirst time.Time  // the first output not yet classified
+	hooks         HookReport // whether its hooks are wired, and the calls taken (hooks.go)
+	// promptShown is the prompt id the screen last showed, first seen at
+	// promptShownAt (approve lets a fresh prompt settle).
+	promptShown   string
+	promptShownAt time.Time
+	inputWaiter   ttyready.Waiter
+	inputAt       time.Time
+	inputBytes    uint64 // output when input was last typed
 }
 
 // screenLocked feeds the queued output to the screen model and returns it.
 // Every reader of the screen goes through it.
-func (w *worker) screenLocked() *screen {
-	w.flushScreenLocked()
+func (w *worker) screenLocked() *termmodel.Screen {
+	w.scr.Flush()
 	return w.scr
-}
-
-func (w *worker) flushScreenLocked() {
-	if len(w.pending) == 0 {
-		return
-	}
-	data := w.pending
-	_, rows := w.scr.size()
-	if w.scr.capture != nil {
-		w.scr.feedCapturing(data, !w.scrollRegion)
-	} else {
-		if !w.scrollRegion {
-			data = compactPlain(data, rows)
-		}
-		w.scr.write(data)
-	}
-	w.scrollRegion = scrollRegionSet(w.scrollRegion, w.pending, rows)
-	if cap(w.pending) > 4*screenFlushAt {
-		w.pending = nil
-	} else {
-		w.pending = w.pending[:0]
-	}
 }
 
 // startWorker records the session, opens its socket and PTY and starts the
@@ -197,7 +216,7 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 	w := &worker{
 		spec: spec, log: log,
 		exitc: make(chan unix.WaitStatus, 1), reaped: make(chan struct{}), pumpDone: make(chan struct{}),
-		done: make(chan struct{}), replies: make(chan []byte, 64), askSem: make(chan struct{}, 1),
+		done: make(chan struct{}), replies: make(chan termReply, 64), askSem: make(chan struct{}, 1),
 		askWait: make(chan struct{}), changed: make(chan struct{}),
 		subs:        map[*subscriber]struct{}{},
 		runningAsks: map[string]context.CancelCauseFunc{}, canceledAsks: map[string]struct{}{},
@@ -214,10 +233,10 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 			}
 		}
 	}()
-	if w.elog, err = openEventLog(spec.SessionDir, spec.LogCap); err != nil {
+	if w.elog, err = eventlog.Open(spec.SessionDir, spec.LogCap); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { w.elog.close() })
+	cleanup = append(cleanup, func() { w.elog.Close() })
 
 	os.Remove(spec.Socket)
 	if w.ln, err = net.Listen("unix", spec.Socket); err != nil {
@@ -235,8 +254,12 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 
 	w.token = newToken()
 	w.tokenDigest = tokenDigestOf(w.token)
+	// The agent CLI's hooks, wired by an overlay in the command run, not
+	// in the one recorded (hooks.go).
+	argv, env, hooks := hookOverlay(spec.Keep.Agent, spec.Argv, spec.Env, spec.Hooks, spec.HooksOff, spec.SessionDir)
+	w.hooks = hooks
 	cmd := &exec.Cmd{
-		Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: withEnv(spec.Env, TokenEnv+"="+w.token),
+		Path: path, Args: argv, Dir: spec.Cwd, Env: withEnv(env, TokenEnv+"="+w.token),
 		Stdin: w.slave, Stdout: w.slave, Stderr: w.slave,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid: true, Setctty: true, Ctty: 0,
@@ -252,7 +275,13 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 	}
 	ok = true // w.pid is set: see reap
 
-	w.scr = newScreen(spec.Cols, spec.Rows, w.queueReply)
+	w.scr = termmodel.New(spec.Cols, spec.Rows, w.queueReply)
+	if os.Getenv(AskSignalEnv) == SignalPrompt {
+		log.Info().Msg(AskSignalEnv + "=prompt: asks go by the look of the prompt")
+	} else if w.probe, err = ttyready.New(w.master); err != nil {
+		log.Warn().Err(err).Msg("cannot probe the terminal; asks fall back to the look of the prompt")
+		w.probe, err = nil, nil
+	}
 	now := time.Now().UTC()
 	st, _ := readProcStat(os.Getpid())
 	w.status = StatusRunning
@@ -260,8 +289,9 @@ func startWorker(ctx context.Context, spec workerSpec, log zerolog.Logger) (*wor
 		Name: spec.Name, Argv: spec.Argv, Cwd: spec.Cwd, EnvKeys: spec.EnvKeys, Cols: spec.Cols, Rows: spec.Rows,
 		Status: StatusRunning, CreatedAt: spec.CreatedAt, StartedAt: now,
 		WorkerPID: os.Getpid(), WorkerStart: st.start, ProgramPID: w.pid, Socket: spec.Socket,
-		Worktree: spec.Worktree,
+		Worktree: spec.Worktree, RestartState: spec.Keep,
 	}
+	w.startAgentState()
 	if err := writeManifest(spec.SessionDir, &w.man); err != nil {
 		log.Error().Err(err).Msg("write manifest")
 	}
@@ -397,7 +427,7 @@ func (w *worker) pump() {
 	defer close(w.pumpDone)
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := w.master.Read(buf)
+		n, err := w.readMaster(buf)
 		if n > 0 {
 			w.recordOutput(buf[:n])
 		}
@@ -412,10 +442,16 @@ func (w *worker) recordOutput(p []byte) {
 	defer w.mu.Unlock()
 	ev := Event{Type: EventOutput, Data: p}
 	w.appendLocked(&ev)
-	w.pending = append(w.pending, p...)
-	if len(w.pending) >= screenFlushAt {
-		w.flushScreenLocked()
+	// Noted before the screen answers the query (its reply may be written
+	// before Queue returns).
+	// Counted before the screen answers the query: its reply may be
+	// written before Queue returns.
+	if termmodel.HasQuery(p) {
+		w.queries.Add(1)
+		w.queryAt = time.Now()
 	}
+	w.scr.Queue(p)
+	w.outputForStateLocked()
 	w.bytes += uint64(len(p))
 	w.lastOutput = time.Now()
 	w.lastActivity = w.lastOutput
@@ -430,7 +466,7 @@ func (w *worker) recordOutput(p []byte) {
 // the log counts what it could not record and writes a gap record once it
 // can write again (see eventLog.append).
 func (w *worker) appendLocked(ev *Event) {
-	err := w.elog.append(ev)
+	err := w.elog.Append(ev)
 	switch {
 	case err != nil && !w.logErr:
 		w.logErr = true
@@ -454,18 +490,28 @@ func (w *worker) broadcastLocked() {
 // reader under mu could have seen.
 func (w *worker) publishLocked() {
 	st := liveStatus{Name: w.spec.Name, Status: w.status, WorkerPID: os.Getpid(), ProgramPID: w.pid,
-		Bytes: w.bytes, Events: w.elog.seq, Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
+		Bytes: w.bytes, Events: w.elog.Seq(), Asks: w.asks, LastActivity: w.lastActivity, Exit: w.exit}
 	if w.scr != nil {
-		st.Cols, st.Rows = w.scr.size()
+		st.Cols, st.Rows = w.scr.Size()
 	}
+	w.stateLocked(&st)
 	w.published.Store(&st)
 }
 
+// termReply is a terminal's reply to a query, and the count of queries
+// seen when the screen made it.
+type termReply struct {
+	data    []byte
+	answers uint64
+}
+
 // queueReply hands a terminal reply to the reply pump; replies are dropped
-// rather than block the output path when the program does not read.
+// rather than block the output path when the program does not read. It
+// runs while the screen is fed the query, so the count of queries seen
+// includes the one it answers.
 func (w *worker) queueReply(b []byte) {
 	select {
-	case w.replies <- b:
+	case w.replies <- termReply{data: b, answers: w.queries.Load()}:
 	default:
 	}
 }
@@ -473,8 +519,9 @@ func (w *worker) queueReply(b []byte) {
 func (w *worker) replyPump(ctx context.Context) {
 	for {
 		select {
-		case b := <-w.replies:
-			w.writeInput(ctx, b, false)
+		case r := <-w.replies:
+			w.writeInput(ctx, r.data, false)
+			w.repliedUpTo.Store(r.answers)
 		case <-w.done:
 			return
 		}
@@ -490,8 +537,15 @@ func (w *worker) writeInput(ctx context.Context, data []byte, record bool) error
 		w.mu.Lock()
 		ev := Event{Type: EventInput, Data: data}
 		w.appendLocked(&ev)
+		w.inputSeen = true
 		w.lastActivity = time.Now()
 		w.publishLocked()
+		// Until the program has run since (or a moment has passed), a
+		// look must not take its wait from before the input for a wait
+		// after it (see lookLocked).
+		if w.probe != nil {
+			w.inputWaiter, w.inputAt, w.inputBytes = w.probe.Look().Reader, time.Now(), w.bytes
+		}
 		w.mu.Unlock()
 	}
 	dl := time.Now().Add(inputTimeout)
@@ -578,8 +632,14 @@ func (w *worker) run(ctx context.Context) int {
 	cancelServe()
 	conns.Wait()
 	w.mu.Lock()
-	w.scr.close()
-	w.elog.close()
+	if w.classifyTimer != nil {
+		w.classifyTimer.Stop()
+	}
+	w.scr.Close()
+	w.elog.Close()
+	if w.probe != nil {
+		w.probe.Close()
+	}
 	w.mu.Unlock()
 	w.master.Close()
 	return 0
@@ -636,7 +696,7 @@ func (w *worker) finish(ws unix.WaitStatus) {
 	m := &w.man
 	m.Status, m.Termination, m.ExitCode, m.Signal = StatusExited, info.Termination, info.ExitCode, info.Signal
 	m.EndedAt = &info.EndedAt
-	m.Bytes, m.Events, m.Asks = w.bytes, w.elog.seq, w.asks
+	m.Bytes, m.Events, m.Asks = w.bytes, w.elog.Seq(), w.asks
 	if err := writeManifest(w.spec.SessionDir, m); err != nil {
 		w.log.Error().Err(err).Msg("write manifest")
 	}
@@ -782,7 +842,7 @@ func (w *worker) resize(cols, rows int) error {
 	if err := setWinsize(w.master, cols, rows); err != nil {
 		return err
 	}
-	w.screenLocked().resize(cols, rows)
+	w.screenLocked().Resize(cols, rows)
 	ev := Event{Type: EventResize, Cols: cols, Rows: rows}
 	w.appendLocked(&ev)
 	w.man.Cols, w.man.Rows = cols, rows
@@ -812,6 +872,7 @@ func (w *worker) stop(ctx context.Context, p stopParams) (*ExitInfo, error) {
 	if w.status == StatusRunning {
 		w.status = StatusExiting
 		w.man.Status = StatusExiting
+		w.man.StopAsked = true // restart always leaves a stop alone
 		if err := writeManifest(w.spec.SessionDir, &w.man); err != nil {
 			w.log.Error().Err(err).Msg("write manifest")
 		}
@@ -954,7 +1015,7 @@ func (w *worker) pumpOutput(ctx context.Context, send func([]byte) error) error 
 		w.mu.Unlock()
 		return err
 	}
-	rp := w.screenLocked().repaint()
+	rp := w.screenLocked().Repaint()
 	w.subs[sub] = struct{}{}
 	w.mu.Unlock()
 	defer func() {
@@ -983,7 +1044,7 @@ func (w *worker) pumpOutput(ctx context.Context, send func([]byte) error) error 
 				<-sub.ch
 			}
 			sub.overflow = false
-			batch = append(batch[:0], w.screenLocked().repaint()...)
+			batch = append(batch[:0], w.screenLocked().Repaint()...)
 		}
 		w.mu.Unlock()
 		return send(batch)

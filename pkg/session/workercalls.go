@@ -61,6 +61,24 @@ func (m *Manager) sendWorker(ctx context.Context, name string, p sendParams) err
 	return m.call(ctx, name, callSpec{method: mSend, op: "send", timeout: inputCallTimeout}, p, nil)
 }
 
+// approveWorker answers name's agent prompt (approve or deny).
+func (m *Manager) approveWorker(ctx context.Context, name string, p approveParams) (*ApproveResult, error) {
+	var r ApproveResult
+	if err := m.call(ctx, name, callSpec{method: mApprove, op: p.Role, timeout: inputCallTimeout}, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// hookWorker hands an agent CLI's hook call to name's worker (hooks.go).
+func (m *Manager) hookWorker(ctx context.Context, name string, p hookParams) (*HookResult, error) {
+	var r HookResult
+	if err := m.call(ctx, name, callSpec{method: mHook, op: "hook", timeout: statusCallTimeout}, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // recordWorker records an ask answered through a channel.
 func (m *Manager) recordWorker(ctx context.Context, name string, p recordParams) error {
 	return m.call(ctx, name, callSpec{method: mRecord, op: "record an ask", timeout: inputCallTimeout}, p, nil)

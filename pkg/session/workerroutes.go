@@ -31,8 +31,18 @@ var workerRoutes = map[string]workerRoute{
 		return st, nil
 	},
 	mStatus: func(w *worker, _ context.Context, _ *rpc.Conn, _ *rpc.Request) (any, error) {
-		return w.liveStatus(), nil
+		st := w.liveStatus()
+		if st.Status == StatusRunning {
+			st.Input = w.describeReadiness(st.Events)
+		}
+		return st, nil
 	},
+	mApprove: withParams(func(w *worker, ctx context.Context, p approveParams) (any, error) {
+		return w.approve(ctx, p)
+	}),
+	mHook: withParams(func(w *worker, ctx context.Context, p hookParams) (any, error) {
+		return w.hook(ctx, p)
+	}),
 	mSend: withParams(func(w *worker, ctx context.Context, p sendParams) (any, error) {
 		if err := w.requireRunning("send"); err != nil {
 			return nil, err
@@ -50,13 +60,19 @@ var workerRoutes = map[string]workerRoute{
 		w.recordChannelAsk(p)
 		return nil, nil
 	}),
+	mMark: withParams(func(w *worker, _ context.Context, p markParams) (any, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.appendLocked(&Event{Type: EventMarker, Text: p.Text, Reason: p.Reason})
+		return nil, nil
+	}),
 	mWait: withParams(func(w *worker, ctx context.Context, p waitParams) (any, error) {
 		return w.wait(ctx, p)
 	}),
 	mSnapshot: func(w *worker, _ context.Context, _ *rpc.Conn, _ *rpc.Request) (any, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.screenLocked().snapshot(w.spec.Name, w.elog.seq), nil
+		return w.screenLocked().Snapshot(w.spec.Name, w.elog.Seq()), nil
 	},
 	mResize: withParams(func(w *worker, _ context.Context, p resizeParams) (any, error) {
 		return nil, w.resize(p.Cols, p.Rows)

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -28,6 +29,7 @@ const (
 	MethodWait      = "agent.wait"
 	MethodResize    = "agent.resize"
 	MethodAttach    = "agent.attach"
+	MethodRestart   = "agent.restart"
 
 	// NotifyLogEvent carries one event of a followed log (agent.logs with
 	// follow): params are a LogEvent.
@@ -71,6 +73,30 @@ type SpawnParams struct {
 	Worktree       bool   `json:"worktree,omitempty"`
 	WorktreeBranch string `json:"worktree_branch,omitempty"`
 	WorktreeDir    string `json:"worktree_dir,omitempty"`
+	// Agent says which agent CLI the program is (claude, codex, gemini,
+	// none), for its state; empty is detected from the command.
+	Agent string `json:"agent,omitempty"`
+	// Restart is when the session is started again after it ends: no,
+	// on-reboot or always (RestartPolicies); empty is the config's
+	// session_restart. Anything else is invalid_params.
+	Restart RestartPolicy `json:"restart,omitempty"`
+	// Hooks says whether an agent CLI's hooks are wired to agentd: on,
+	// or off (its state then comes from its screen alone); empty is the
+	// config's hooks. Anything else is invalid_params.
+	Hooks string `json:"hooks,omitempty"`
+	// NoHooks is hooks: off, as older clients say it.
+	NoHooks bool `json:"no_hooks,omitempty"`
+}
+
+// RestartParams start an ended session's program again (agent.restart):
+// the same command (an agent CLI's resume form on its last
+// conversation), directory, environment, size and limits, the event log
+// going on after a "restarted" record. A running session is
+// invalid_status unless Force, which stops it first. The answer is the
+// session's SessionStatus.
+type RestartParams struct {
+	Name  string `json:"name"`
+	Force bool   `json:"force,omitempty"`
 }
 
 // SessionStatus is everything about one session (agent.status, and the
@@ -101,6 +127,17 @@ type SessionStatus struct {
 	StartedAt    time.Time   `json:"started_at,omitzero"`
 	EndedAt      time.Time   `json:"ended_at,omitzero"`
 	LastActivity time.Time   `json:"last_activity,omitzero"`
+	// Input says whether a running program waits for input: "ready"
+	// (blocked reading its terminal, nothing typed left unread) or "busy";
+	// absent when the kernel cannot tell or the session does not run.
+	Input Input `json:"input,omitempty"`
+	// Agent is the agent CLI the program is (claude, codex, gemini);
+	// State what it does (StateWorking...), entered at StateSince, and
+	// StateDetail what it asks when it needs approval or attention.
+	Agent       string       `json:"agent,omitempty"`
+	State       string       `json:"state,omitempty"`
+	StateSince  time.Time    `json:"state_since,omitzero"`
+	StateDetail *StateDetail `json:"state_detail,omitempty"`
 	// SilentMS is how long the session's worker has not answered, in
 	// milliseconds; set only with status unresponsive.
 	SilentMS int64 `json:"silent_ms,omitempty"`
@@ -112,6 +149,32 @@ type SessionStatus struct {
 	// Worktree is the session's own git worktree (spawn with Worktree);
 	// agent.diff shows its changes.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Restart is the session's restart policy ("" for no), Restarts how
+	// many times it was restarted, BootID the boot its worker started in.
+	Restart  RestartPolicy `json:"restart,omitempty"`
+	Restarts int           `json:"restarts,omitempty"`
+	BootID   string        `json:"boot_id,omitempty"`
+	// ResumeID is the conversation of its agent CLI (Agent) the last
+	// restart resumed, and Command the command spawned when the one
+	// running (Argv) is its resume form.
+	ResumeID string   `json:"resume_id,omitempty"`
+	Command  []string `json:"command,omitempty"`
+	// Lease is who holds the session's keyboard, if anyone.
+	Lease *SessionLease `json:"lease,omitempty"`
+	// Hooks says whether the agent CLI reports through its hooks, and
+	// Conversation and Transcript are its own session id and transcript
+	// file as they told them (what a restart resumes).
+	Hooks        *HookStatus `json:"hooks,omitempty"`
+	Conversation string      `json:"conversation_id,omitempty"`
+	Transcript   string      `json:"transcript_path,omitempty"`
+}
+
+// SessionLease is a person's hold on a session's keyboard (Take over, in
+// the view): until they hand back, asks, sends and approvals from anyone
+// else are busy, naming Holder.
+type SessionLease struct {
+	Holder string    `json:"holder"`
+	Since  time.Time `json:"since"`
 }
 
 // ListParams filter agent.list; empty Status lists every session.
@@ -141,19 +204,31 @@ type SessionRow struct {
 	Command []string `json:"command"`
 	// CommandCut is true when Command was cut to fit the row (over
 	// ListCommandBytes): agent.status has it whole.
-	CommandCut   bool        `json:"command_cut,omitempty"`
-	CreatedAt    time.Time   `json:"created_at"`
-	AgeMS        int64       `json:"age_ms"`
-	LastActivity time.Time   `json:"last_activity,omitzero"`
-	Termination  Termination `json:"termination,omitempty"`
-	ExitCode     *int        `json:"exit_code,omitempty"`
-	Signal       string      `json:"signal,omitempty"`
+	CommandCut   bool      `json:"command_cut,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	AgeMS        int64     `json:"age_ms"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
+	// Input is "ready" or "busy" for a running program, as of its last
+	// heartbeat (see SessionInfo.Input).
+	Input Input `json:"input,omitempty"`
+	// Agent and State are an agent CLI's state as of its last heartbeat,
+	// entered at StateSince (see SessionStatus).
+	Agent       string      `json:"agent,omitempty"`
+	State       string      `json:"state,omitempty"`
+	StateSince  time.Time   `json:"state_since,omitzero"`
+	Termination Termination `json:"termination,omitempty"`
+	ExitCode    *int        `json:"exit_code,omitempty"`
+	Signal      string      `json:"signal,omitempty"`
 	// Reason says why a session failed, is broken or is unresponsive, for
 	// people.
 	Reason string `json:"reason,omitempty"`
 	// SilentMS is how long the session's worker has not answered, in
 	// milliseconds; set only with status unresponsive.
 	SilentMS int64 `json:"silent_ms,omitempty"`
+	// Restarts is how many times the session was restarted.
+	Restarts int `json:"restarts,omitempty"`
+	// Lease is who holds the session's keyboard, if anyone.
+	Lease *SessionLease `json:"lease,omitempty"`
 }
 
 // NameParams name one session (agent.status, agent.snapshot).
@@ -243,6 +318,13 @@ type AskResult struct {
 	ToSeq     uint64    `json:"to_seq"`
 	Pasted    bool      `json:"pasted"`
 	Resent    bool      `json:"resent"`
+	// ReadySignal says how the ask knew the program waited for input:
+	// "read" (the kernel: it was blocked reading its terminal) or "prompt"
+	// (the look of its prompt and silence, where the kernel cannot tell).
+	ReadySignal ReadySignal `json:"ready_signal,omitempty"`
+	// Continued is true when the question was typed as the rest of an
+	// input the last ask left incomplete (reason "incomplete").
+	Continued bool `json:"continued,omitempty"`
 }
 
 // TimeoutDetails are the details of a timeout error from agent.ask or
@@ -285,13 +367,18 @@ type SnapshotResult struct {
 }
 
 // WaitParams wait for a condition: Until (a regular expression on the
-// screen or new output), IdleMS of quiet, or Exit; the first to hold wins.
+// screen or new output), IdleMS of quiet, Exit, or Ready (the program waits
+// for input); the first to hold wins.
 type WaitParams struct {
-	Name      string `json:"name"`
-	Until     string `json:"until,omitempty"`
-	IdleMS    int64  `json:"idle_ms,omitempty"` // 0 to MaxDurationMS
-	Exit      bool   `json:"exit,omitempty"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"` // 0 (default) to MaxDurationMS
+	Name   string `json:"name"`
+	Until  string `json:"until,omitempty"`
+	IdleMS int64  `json:"idle_ms,omitempty"` // 0 to MaxDurationMS
+	Exit   bool   `json:"exit,omitempty"`
+	Ready  bool   `json:"ready,omitempty"`
+	// States holds when the session's state is one of them: working,
+	// waiting, needs_approval, needs_attention (agent CLIs), ready, busy.
+	States    []string `json:"states,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"` // 0 (default) to MaxDurationMS
 }
 
 // WaitResult is a wait whose condition held.
@@ -382,6 +469,9 @@ type LogEvent struct {
 	// Seq numbers run on across a gap; the gap record marks the hole.
 	Count uint64 `json:"count,omitempty"`
 	Bytes uint64 `json:"bytes,omitempty"`
+	// Detail is a "state" record's StateDetail as JSON (an agent CLI's
+	// state changed: Text is the new state, Reason what told it).
+	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
 // ReconcileResult is what agent.reconcile found and did.

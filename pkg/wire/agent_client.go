@@ -7,56 +7,53 @@ import (
 	"github.com/agentd/agentd/internal/rpc"
 )
 
+// Restart starts an ended session's program again.
+func (c *Client) Restart(ctx context.Context, p RestartParams) (*SessionStatus, error) {
+	return call[SessionStatus](ctx, c, MethodRestart, p)
+}
+
 // Spawn starts a session.
 func (c *Client) Spawn(ctx context.Context, p SpawnParams) (*SessionStatus, error) {
-	var r SessionStatus
-	return &r, c.Call(ctx, MethodSpawn, p, &r)
+	return call[SessionStatus](ctx, c, MethodSpawn, p)
 }
 
 // Ask delivers a question to a session and waits for the answer. A
 // deadline that passes is an *Error with code timeout whose Details decode
 // into TimeoutDetails.
 func (c *Client) Ask(ctx context.Context, p AskParams) (*AskResult, error) {
-	var r AskResult
-	return &r, c.Call(ctx, MethodAsk, p, &r)
+	return call[AskResult](ctx, c, MethodAsk, p)
 }
 
 // List lists sessions.
 func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
-	var r ListResult
-	return &r, c.Call(ctx, MethodList, p, &r)
+	return call[ListResult](ctx, c, MethodList, p)
 }
 
 // Status describes one session.
 func (c *Client) Status(ctx context.Context, name string) (*SessionStatus, error) {
-	var r SessionStatus
-	return &r, c.Call(ctx, MethodStatus, NameParams{Name: name}, &r)
+	return call[SessionStatus](ctx, c, MethodStatus, NameParams{Name: name})
 }
 
 // Stop ends a session's program and says how it ended.
 func (c *Client) Stop(ctx context.Context, p StopParams) (*ExitResult, error) {
-	var r ExitResult
-	return &r, c.Call(ctx, MethodStop, p, &r)
+	return call[ExitResult](ctx, c, MethodStop, p)
 }
 
 // Rm removes an ended session (a running one too with Force).
 func (c *Client) Rm(ctx context.Context, p RmParams) (*RmResult, error) {
-	var r RmResult
-	return &r, c.Call(ctx, MethodRm, p, &r)
+	return call[RmResult](ctx, c, MethodRm, p)
 }
 
 // Reconcile re-attaches to live workers and marks dead sessions.
 func (c *Client) Reconcile(ctx context.Context) (*ReconcileResult, error) {
-	var r ReconcileResult
-	return &r, c.Call(ctx, MethodReconcile, nil, &r)
+	return call[ReconcileResult](ctx, c, MethodReconcile, nil)
 }
 
 // Logs reads a session's event log. With Follow, events arrive through the
 // client's OnNotification as NotifyLogEvent and Logs returns when the
 // session ends or ctx is cancelled.
 func (c *Client) Logs(ctx context.Context, p LogsParams) (*LogsResult, error) {
-	var r LogsResult
-	return &r, c.Call(ctx, MethodLogs, p, &r)
+	return call[LogsResult](ctx, c, MethodLogs, p)
 }
 
 // Send delivers text or keys to a session without waiting.
@@ -66,14 +63,12 @@ func (c *Client) Send(ctx context.Context, p SendParams) error {
 
 // Snapshot returns a session's screen.
 func (c *Client) Snapshot(ctx context.Context, name string) (*SnapshotResult, error) {
-	var r SnapshotResult
-	return &r, c.Call(ctx, MethodSnapshot, NameParams{Name: name}, &r)
+	return call[SnapshotResult](ctx, c, MethodSnapshot, NameParams{Name: name})
 }
 
 // Wait returns when the condition holds on a session.
 func (c *Client) Wait(ctx context.Context, p WaitParams) (*WaitResult, error) {
-	var r WaitResult
-	return &r, c.Call(ctx, MethodWait, p, &r)
+	return call[WaitResult](ctx, c, MethodWait, p)
 }
 
 // Resize changes a session's terminal size.
@@ -104,25 +99,21 @@ func DialAttach(ctx context.Context, socket string, p AttachParams) (net.Conn, *
 
 // Screenshot takes a screenshot.
 func (c *Client) Screenshot(ctx context.Context, p ScreenshotParams) (*ScreenshotResult, error) {
-	var r ScreenshotResult
-	return &r, c.Call(ctx, MethodScreenshot, p, &r)
+	return call[ScreenshotResult](ctx, c, MethodScreenshot, p)
 }
 
 // Act runs an input batch. A batch stopped part way is an *Error whose
 // Details decode into an ActResult.
 func (c *Client) Act(ctx context.Context, p ActParams) (*ActResult, error) {
-	var r ActResult
-	return &r, c.Call(ctx, MethodAct, p, &r)
+	return call[ActResult](ctx, c, MethodAct, p)
 }
 
 // RecordScreen writes the screen record (see MethodRecordScreen).
 func (c *Client) RecordScreen(ctx context.Context, p RecordScreenParams) (*RecordScreenResult, error) {
-	var r RecordScreenResult
-	return &r, c.Call(ctx, MethodRecordScreen, p, &r)
+	return call[RecordScreenResult](ctx, c, MethodRecordScreen, p)
 }
 
 // Screen describes the display.
 func (c *Client) Screen(ctx context.Context) (*ScreenResult, error) {
-	var r ScreenResult
-	return &r, c.Call(ctx, MethodScreen, nil, &r)
+	return call[ScreenResult](ctx, c, MethodScreen, nil)
 }

@@ -236,39 +236,33 @@ func (c *Client) RegisterChannel(ctx context.Context, p RegisterChannelParams) (
 	if p.SessionToken == "" && (p.Session != "" || p.CCSessionID != "") {
 		p.SessionToken = os.Getenv(SessionTokenEnv)
 	}
-	var r RegisterChannelResult
-	return &r, c.Call(ctx, MethodRegisterChannel, p, &r)
+	return call[RegisterChannelResult](ctx, c, MethodRegisterChannel, p)
 }
 
 // UnregisterChannel ends a channel this connection registered.
 func (c *Client) UnregisterChannel(ctx context.Context, channelID string) (*UnregisterChannelResult, error) {
-	var r UnregisterChannelResult
-	return &r, c.Call(ctx, MethodUnregisterChannel, UnregisterChannelParams{ChannelID: channelID}, &r)
+	return call[UnregisterChannelResult](ctx, c, MethodUnregisterChannel, UnregisterChannelParams{ChannelID: channelID})
 }
 
 // PushToChannel pushes a message; it answers once the message is queued
 // (or, with Ack, acknowledged). A full queue is ErrBusy, a channel
 // nobody holds ErrChannelUnknown.
 func (c *Client) PushToChannel(ctx context.Context, p PushParams) (*PushResult, error) {
-	var r PushResult
-	return &r, c.Call(ctx, MethodPushToChannel, p, &r)
+	return call[PushResult](ctx, c, MethodPushToChannel, p)
 }
 
 // AckChannel acknowledges a channel's messages up to and including seq.
 func (c *Client) AckChannel(ctx context.Context, channelID string, seq uint64) (*ChannelAckResult, error) {
-	var r ChannelAckResult
-	return &r, c.Call(ctx, MethodChannelAck, ChannelAckParams{ChannelID: channelID, Seq: seq}, &r)
+	return call[ChannelAckResult](ctx, c, MethodChannelAck, ChannelAckParams{ChannelID: channelID, Seq: seq})
 }
 
 // ListChannels lists the registered channels.
 func (c *Client) ListChannels(ctx context.Context) (*ChannelListResult, error) {
-	var r ChannelListResult
-	return &r, c.Call(ctx, MethodChannelList, nil, &r)
+	return call[ChannelListResult](ctx, c, MethodChannelList, nil)
 }
 
 // ReplyChannel answers an ask that went through a channel. An ask that is
 // not waiting (unknown, answered, timed out) is ErrInvalidParams.
 func (c *Client) ReplyChannel(ctx context.Context, p ChannelReplyParams) (*ChannelReplyResult, error) {
-	var r ChannelReplyResult
-	return &r, c.Call(ctx, MethodChannelReply, p, &r)
+	return call[ChannelReplyResult](ctx, c, MethodChannelReply, p)
 }

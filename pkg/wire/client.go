@@ -37,15 +37,23 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // notifications.
 type ClientOptions = rpc.ClientOptions
 
-// Client is a connection to agentd. Many calls may be in flight at once;
-// responses are matched by id. A Client is safe for concurrent use. The
-// connection itself (framing, ids, deadlines) is the engine in internal/rpc;
-// this type adds the typed methods of the contract.
-type Client struct {
-	c *rpc.Conn
-	// socket is where a one-shot client (NewOneShot, c nil) connects for
-	// each call.
-	socket string
+// Client is agentd's client: the typed methods of the contract over a
+// transport, one of two kinds, chosen when it is made. Dial and NewClient
+// hold one connection on which many calls may be in flight at once
+// (responses are matched by id) and notifications arrive; NewOneShot holds
+// none and opens one per call. A Client is safe for concurrent use either
+// way. The connection itself (framing, ids, deadlines) is the engine in
+// internal/rpc.
+type Client struct{ t transport }
+
+// transport is what a Client's calls go over: the engine's *rpc.Conn, or
+// oneShot.
+type transport interface {
+	Call(ctx context.Context, method string, params, result any) error
+	CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error)
+	Close() error
+	Done() <-chan struct{}
+	Err() error
 }
 
 // NewOneShot returns a Client that holds no connection: each call opens one
@@ -55,7 +63,7 @@ type Client struct {
 // it costs. Calls may run at once, each on its own connection. It gets no
 // notifications; Done never closes and Err is nil. An unreachable daemon
 // is found by the first call (*UnreachableError).
-func NewOneShot(socket string) *Client { return &Client{socket: socket} }
+func NewOneShot(socket string) *Client { return &Client{t: oneShot(socket)} }
 
 // Dial connects to the socket at path. A missing socket or refused
 // connection is an *UnreachableError.
@@ -67,7 +75,7 @@ func Dial(ctx context.Context, path string, opts ClientOptions) (*Client, error)
 	if err != nil {
 		return nil, dialError(err)
 	}
-	return &Client{c: c}, nil
+	return &Client{t: c}, nil
 }
 
 // dialError names a connection that could not be made, or was refused by
@@ -85,44 +93,45 @@ func dialError(err error) error {
 	return &UnreachableError{Socket: de.Socket, Err: de.Err}
 }
 
-// oneShot makes a one-shot client's call (rpc.CallOnce), naming an
-// unreachable daemon as Dial does.
-func (c *Client) oneShot(ctx context.Context, method string, params, result any) error {
-	if err := CheckSocketDir(c.socket); err != nil {
-		return &UnreachableError{Socket: c.socket, Err: err}
+// oneShot is the transport of NewOneShot: the socket each call connects to
+// (rpc.CallOnce), naming an unreachable daemon as Dial does.
+type oneShot string
+
+func (s oneShot) Call(ctx context.Context, method string, params, result any) error {
+	if err := CheckSocketDir(string(s)); err != nil {
+		return &UnreachableError{Socket: string(s), Err: err}
 	}
-	return dialError(rpc.CallOnce(ctx, c.socket, method, params, result))
+	return dialError(rpc.CallOnce(ctx, string(s), method, params, result))
 }
+
+func (s oneShot) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := s.Call(ctx, method, params, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// Close, Done and Err: each call closes its own connection, and there is no
+// connection between calls to end.
+func (oneShot) Close() error          { return nil }
+func (oneShot) Done() <-chan struct{} { return nil }
+func (oneShot) Err() error            { return nil }
 
 // NewClient runs the client protocol over an established connection and
 // takes ownership of it.
 func NewClient(conn net.Conn, opts ClientOptions) *Client {
-	return &Client{c: rpc.NewClient(conn, opts)}
+	return &Client{t: rpc.NewClient(conn, opts)}
 }
 
 // Close ends the connection; calls in flight return ErrClosed.
-func (c *Client) Close() error {
-	if c.c == nil {
-		return nil // a one-shot client's calls close their own
-	}
-	return c.c.Close()
-}
+func (c *Client) Close() error { return c.t.Close() }
 
 // Done is closed when the connection has ended; Err then says why.
-func (c *Client) Done() <-chan struct{} {
-	if c.c == nil {
-		return nil
-	}
-	return c.c.Done()
-}
+func (c *Client) Done() <-chan struct{} { return c.t.Done() }
 
 // Err returns why the connection ended, or nil while it is up.
-func (c *Client) Err() error {
-	if c.c == nil {
-		return nil
-	}
-	return c.c.Err()
-}
+func (c *Client) Err() error { return c.t.Err() }
 
 // Call sends method with params (marshalled to a JSON object; nil sends
 // none) and waits for the response, decoding its result into result when
@@ -130,19 +139,21 @@ func (c *Client) Err() error {
 // errors.Is(err, ErrAgentNotFound) works. When ctx ends first, Call returns
 // ctx.Err() and the response, if it comes, is discarded.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	if c.c == nil {
-		return c.oneShot(ctx, method, params, result)
-	}
-	return c.c.Call(ctx, method, params, result)
+	return c.t.Call(ctx, method, params, result)
 }
 
 // CallRaw is Call returning the undecoded result.
 func (c *Client) CallRaw(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if c.c == nil {
-		var raw json.RawMessage
-		return raw, c.oneShot(ctx, method, params, &raw)
+	return c.t.CallRaw(ctx, method, params)
+}
+
+// call is one typed call: the result, or nil and the error, never both.
+func call[R any](ctx context.Context, c *Client, method string, params any) (*R, error) {
+	var r R
+	if err := c.t.Call(ctx, method, params, &r); err != nil {
+		return nil, err
 	}
-	return c.c.CallRaw(ctx, method, params)
+	return &r, nil
 }
 
 // decodeResult decodes a result into v.
@@ -155,9 +166,5 @@ func decodeResult(raw json.RawMessage, v any) error {
 
 // Hello performs the handshake.
 func (c *Client) Hello(ctx context.Context, p HelloParams) (*HelloResult, error) {
-	var r HelloResult
-	if err := c.Call(ctx, MethodHello, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[HelloResult](ctx, c, MethodHello, p)
 }

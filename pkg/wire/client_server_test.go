@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -966,3 +967,72 @@ func TestDialUnreachable(t *testing.T) {
 		}
 	})
 }
+
+// TestTypedCallsReturnNilWithTheirError: every typed method gives its
+// result or its error, never a result beside an error (a caller that
+// checks only the result cannot take a refusal for an answer), whichever
+// transport the client has. The table must name every typed method.
+func TestTypedCallsReturnNilWithTheirError(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, rpc.ServeOptions{}, func(*rpc.ServerConn) rpc.Handler {
+		return func(context.Context, *Request) (any, error) {
+			return nil, Errorf(CodeAgentNotFound, "no session")
+		}
+	})
+	ctx := testCtx(t)
+	calls := map[string]func(c *Client) (bool, error){
+		"Hello":             func(c *Client) (bool, error) { return isNil(c.Hello(ctx, HelloParams{})) },
+		"Spawn":             func(c *Client) (bool, error) { return isNil(c.Spawn(ctx, SpawnParams{})) },
+		"Restart":           func(c *Client) (bool, error) { return isNil(c.Restart(ctx, RestartParams{})) },
+		"Hook":              func(c *Client) (bool, error) { return isNil(c.Hook(ctx, HookParams{})) },
+		"Ask":               func(c *Client) (bool, error) { return isNil(c.Ask(ctx, AskParams{})) },
+		"List":              func(c *Client) (bool, error) { return isNil(c.List(ctx, ListParams{})) },
+		"Status":            func(c *Client) (bool, error) { return isNil(c.Status(ctx, "x")) },
+		"Stop":              func(c *Client) (bool, error) { return isNil(c.Stop(ctx, StopParams{})) },
+		"Rm":                func(c *Client) (bool, error) { return isNil(c.Rm(ctx, RmParams{})) },
+		"Reconcile":         func(c *Client) (bool, error) { return isNil(c.Reconcile(ctx)) },
+		"Logs":              func(c *Client) (bool, error) { return isNil(c.Logs(ctx, LogsParams{})) },
+		"Snapshot":          func(c *Client) (bool, error) { return isNil(c.Snapshot(ctx, "x")) },
+		"Wait":              func(c *Client) (bool, error) { return isNil(c.Wait(ctx, WaitParams{})) },
+		"Screenshot":        func(c *Client) (bool, error) { return isNil(c.Screenshot(ctx, ScreenshotParams{})) },
+		"Act":               func(c *Client) (bool, error) { return isNil(c.Act(ctx, ActParams{})) },
+		"RecordScreen":      func(c *Client) (bool, error) { return isNil(c.RecordScreen(ctx, RecordScreenParams{})) },
+		"Screen":            func(c *Client) (bool, error) { return isNil(c.Screen(ctx)) },
+		"ScreenOf":          func(c *Client) (bool, error) { return isNil(c.ScreenOf(ctx, ScreenParams{})) },
+		"RegisterChannel":   func(c *Client) (bool, error) { return isNil(c.RegisterChannel(ctx, RegisterChannelParams{})) },
+		"UnregisterChannel": func(c *Client) (bool, error) { return isNil(c.UnregisterChannel(ctx, "x")) },
+		"PushToChannel":     func(c *Client) (bool, error) { return isNil(c.PushToChannel(ctx, PushParams{})) },
+		"AckChannel":        func(c *Client) (bool, error) { return isNil(c.AckChannel(ctx, "x", 1)) },
+		"ListChannels":      func(c *Client) (bool, error) { return isNil(c.ListChannels(ctx)) },
+		"ReplyChannel":      func(c *Client) (bool, error) { return isNil(c.ReplyChannel(ctx, ChannelReplyParams{})) },
+		"DesktopNew":        func(c *Client) (bool, error) { return isNil(c.DesktopNew(ctx, DesktopNewParams{})) },
+		"DesktopList":       func(c *Client) (bool, error) { return isNil(c.DesktopList(ctx)) },
+		"DesktopResize":     func(c *Client) (bool, error) { return isNil(c.DesktopResize(ctx, DesktopResizeParams{})) },
+		"DesktopClip":       func(c *Client) (bool, error) { return isNil(c.DesktopClip(ctx, DesktopClipParams{})) },
+		"Diff":              func(c *Client) (bool, error) { return isNil(c.Diff(ctx, "x")) },
+		"Approve":           func(c *Client) (bool, error) { return isNil(c.Approve(ctx, ApproveParams{Name: "x"})) },
+		"Subscribe":         func(c *Client) (bool, error) { return isNil(c.Subscribe(ctx, SubscribeParams{})) },
+		"View":              func(c *Client) (bool, error) { return isNil(c.View(ctx, ViewParams{})) },
+	}
+	// Every method of *Client that answers a pointer and an error.
+	errType := reflect.TypeFor[error]()
+	ct := reflect.TypeFor[*Client]()
+	for i := range ct.NumMethod() {
+		m := ct.Method(i)
+		if out := m.Type; out.NumOut() == 2 && out.Out(0).Kind() == reflect.Pointer && out.Out(1) == errType {
+			if _, ok := calls[m.Name]; !ok {
+				t.Errorf("(*Client).%s answers a result and an error but is not in this test's table; add it", m.Name)
+			}
+		}
+	}
+	for kind, c := range map[string]*Client{"dialled": dial(t, ts.path, ClientOptions{}), "one-shot": NewOneShot(ts.path)} {
+		for name, call := range calls {
+			if isNil, err := call(c); !isNil || !errors.Is(err, ErrAgentNotFound) {
+				t.Errorf("%s client: %s refused with agent_not_found: got a nil result %v, error %v; want a nil result and the error", kind, name, isNil, err)
+			}
+		}
+	}
+}
+
+// isNil says whether a typed call's result is nil, beside its error.
+func isNil[R any](r *R, err error) (bool, error) { return r == nil, err }

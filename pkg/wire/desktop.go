@@ -72,7 +72,11 @@ type DesktopRow struct {
 	Width   int           `json:"width"`
 	Height  int           `json:"height"`
 	WM      string        `json:"wm"`
-	Layout  string        `json:"layout"`
+	// WMState says whether the window manager runs: "none", "openbox",
+	// "openbox (starts with the first window)" (an idle desktop runs none
+	// until a window appears) or "openbox (not running)" (Reason says why).
+	WMState string `json:"wm_state,omitempty"`
+	Layout  string `json:"layout"`
 	// Server is the desktop's X server: xvnc or xvfb.
 	Server string `json:"server"`
 	// RFB is the Unix socket (mode 0600) on which an Xvnc desktop serves
@@ -145,20 +149,12 @@ type ScreenParams struct {
 
 // DesktopNew starts a desktop.
 func (c *Client) DesktopNew(ctx context.Context, p DesktopNewParams) (*DesktopRow, error) {
-	var r DesktopRow
-	if err := c.Call(ctx, MethodDesktopNew, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[DesktopRow](ctx, c, MethodDesktopNew, p)
 }
 
 // DesktopList lists the desktops.
 func (c *Client) DesktopList(ctx context.Context) (*DesktopListResult, error) {
-	var r DesktopListResult
-	if err := c.Call(ctx, MethodDesktopList, nil, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[DesktopListResult](ctx, c, MethodDesktopList, nil)
 }
 
 // DesktopRm removes a desktop.
@@ -168,28 +164,16 @@ func (c *Client) DesktopRm(ctx context.Context, p DesktopRmParams) error {
 
 // DesktopResize resizes an Xvnc desktop's screen.
 func (c *Client) DesktopResize(ctx context.Context, p DesktopResizeParams) (*DesktopRow, error) {
-	var r DesktopRow
-	if err := c.Call(ctx, MethodDesktopResize, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[DesktopRow](ctx, c, MethodDesktopResize, p)
 }
 
 // DesktopClip reads or sets a desktop's clipboard.
 func (c *Client) DesktopClip(ctx context.Context, p DesktopClipParams) (*DesktopClipResult, error) {
-	var r DesktopClipResult
-	if err := c.Call(ctx, MethodDesktopClip, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[DesktopClipResult](ctx, c, MethodDesktopClip, p)
 }
 
 // ScreenOf describes a target's display: the person's (p.Desktop empty)
 // or a desktop's.
 func (c *Client) ScreenOf(ctx context.Context, p ScreenParams) (*ScreenResult, error) {
-	var r ScreenResult
-	if err := c.Call(ctx, MethodScreen, p, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[ScreenResult](ctx, c, MethodScreen, p)
 }

@@ -38,6 +38,5 @@ type DiffResult struct {
 
 // Diff shows a session's worktree changes.
 func (c *Client) Diff(ctx context.Context, name string) (*DiffResult, error) {
-	var r DiffResult
-	return &r, c.Call(ctx, MethodDiff, DiffParams{Name: name}, &r)
+	return call[DiffResult](ctx, c, MethodDiff, DiffParams{Name: name})
 }

@@ -85,11 +85,14 @@
 // Sessions: agent.spawn, agent.ask, agent.list, agent.status, agent.stop,
 // agent.rm, agent.reconcile, agent.logs (pages, or notifications agent.log_event when
 // streaming or following), agent.send, agent.snapshot, agent.wait, agent.resize,
-// agent.attach, agent.diff. The screen: agent.screenshot, agent.act, agent.screen.
+// agent.attach, agent.diff, agent.restart. The screen: agent.screenshot, agent.act, agent.screen.
 // Channels: channel.register_channel (then channel.message notifications
 // on that connection), channel.unregister_channel, channel.push_to_channel,
-// channel.ack, channel.list, channel.reply. Their parameter and result
-// types are in this package, named after the method.
+// channel.ack, channel.list, channel.reply. Agent CLIs' hooks: agent.hook
+// (agentctl hook, from inside a session, with its token). State changes:
+// agent.subscribe (notifications agent.state_change, resumable with a
+// cursor; events.go). Their parameter and result types are in this
+// package, named after the method.
 //
 // # Handshake
 //

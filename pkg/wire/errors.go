@@ -68,7 +68,7 @@ var Codes = []CodeInfo{
 	{CodeLockTimeout, 15, true, "waited for a session or the screen and gave up"},
 	{CodeAgentExists, 16, false, "a session by that name exists"},
 	{CodeInvalidStatus, 17, false, "not allowed in the session's current status"},
-	{CodeBusy, 18, true, "a capacity or queue limit was hit"},
+	{CodeBusy, 18, true, "a capacity or queue limit was hit, or a person has taken the session over"},
 	{CodeShuttingDown, 19, true, "the daemon is stopping"},
 	{CodeChannelUnknown, 20, false, "no such channel"},
 	{CodeTimeout, 21, true, "an ask or wait ran past its deadline"},

@@ -34,6 +34,9 @@ type HelloResult struct {
 	StateDir  string   `json:"state_dir"`
 	Limits    Limits   `json:"limits"`
 	Methods   []string `json:"methods"` // read from the daemon's route table
+	// Notifications says whether the daemon shows desktop notifications
+	// of the agents' states, and why not (for doctor).
+	Notifications *NotificationsStatus `json:"notifications,omitempty"`
 }
 
 // Limits are the bounds a client should know before it sends.

@@ -12,7 +12,7 @@ var Methods = []string{
 	// Sessions.
 	MethodSpawn, MethodAsk, MethodList, MethodStatus, MethodStop, MethodRm,
 	MethodReconcile, MethodLogs, MethodSend, MethodSnapshot, MethodWait,
-	MethodResize, MethodAttach, MethodDiff,
+	MethodResize, MethodAttach, MethodDiff, MethodApprove, MethodRestart, MethodView,
 	// The screen.
 	MethodScreenshot, MethodAct, MethodScreen, MethodRecordScreen,
 	// Desktops.
@@ -20,4 +20,8 @@ var Methods = []string{
 	// Channels.
 	MethodRegisterChannel, MethodUnregisterChannel, MethodPushToChannel,
 	MethodChannelAck, MethodChannelList, MethodChannelReply,
+	// Agent CLIs' hooks.
+	MethodHook,
+	// State changes.
+	MethodSubscribe,
 }

@@ -60,6 +60,30 @@ const (
 	AskReasonMatched AskReason = "matched" // until matched the answer
 	AskReasonExited  AskReason = "exited"  // the program ended
 	AskReasonReply   AskReason = "reply"   // a reply came through the session's channel
+	// AskReasonIncomplete: the program waits for the rest of an input (a
+	// continuation prompt, or a question of its own); the next ask is typed
+	// as that rest (AskResult.Continued).
+	AskReasonIncomplete AskReason = "incomplete"
+)
+
+// ReadySignal is how an ask knew its program waited, in
+// AskResult.ReadySignal.
+type ReadySignal string
+
+// The signals.
+const (
+	ReadySignalRead   ReadySignal = "read"   // the kernel: blocked reading its terminal
+	ReadySignalPrompt ReadySignal = "prompt" // the look of the prompt and silence
+)
+
+// Input is whether a running program waits for input, in
+// SessionInfo.Input and SessionRow.Input.
+type Input string
+
+// The input states.
+const (
+	InputReady Input = "ready" // blocked reading its terminal, nothing typed left unread
+	InputBusy  Input = "busy"  // running, sleeping, reading something else, or stopped
 )
 
 // WaitReason is why a wait's condition held, in WaitResult.Reason.
@@ -70,6 +94,8 @@ const (
 	WaitReasonMatched WaitReason = "matched" // until matched the screen or the output
 	WaitReasonIdle    WaitReason = "idle"    // quiet for the idle time
 	WaitReasonExited  WaitReason = "exited"  // the program ended
+	WaitReasonReady   WaitReason = "ready"   // the program waits for input
+	WaitReasonState   WaitReason = "state"   // the session entered one of the states asked for
 )
 
 // ActOutcome is how an act batch ended, in ActResult.Outcome.
@@ -107,6 +133,9 @@ const (
 	// ReconcileRemovedLeftover: a directory with nothing to keep, or what
 	// an interrupted removal left; removed.
 	ReconcileRemovedLeftover ReconcileAction = "removed_leftover"
+	// ReconcileRestarted: the worker was gone and the session's restart
+	// policy started it again (after a reboot, or restart always).
+	ReconcileRestarted ReconcileAction = "restarted"
 )
 
 // EventType is the kind of an event-log record, in LogEvent.Type.
@@ -123,10 +152,33 @@ const (
 	EventExit   EventType = "exit"   // the program ended (ExitCode or Signal, Termination)
 	EventMarker EventType = "marker" // a note from agentd itself (Text)
 	EventGap    EventType = "gap"    // records that could not be recorded (Count, Bytes, Text)
+	// EventRestarted: the program was started again (Reason: reboot, exit
+	// or by_hand; Text: the boot id, how the old program ended, what runs
+	// now; the old end in Termination, ExitCode, Signal). The new
+	// program's records follow.
+	EventRestarted EventType = "restarted"
 )
 
 // EventTypes lists every EventType. Read-only.
-var EventTypes = []EventType{EventOutput, EventInput, EventAsk, EventAnswer, EventResize, EventSignal, EventExit, EventMarker, EventGap}
+var EventTypes = []EventType{EventOutput, EventInput, EventAsk, EventAnswer, EventResize, EventSignal, EventExit, EventMarker, EventGap, EventRestarted}
+
+// RestartPolicy is when a session is started again after it ends, in
+// SpawnParams.Restart.
+type RestartPolicy string
+
+// The restart policies.
+const (
+	RestartNo       RestartPolicy = "no"        // never by itself; agent.restart still can
+	RestartOnReboot RestartPolicy = "on-reboot" // when agentd starts after the machine rebooted under it
+	// RestartAlways: after a reboot too, and whenever the program exits
+	// non-zero, is killed by a signal nobody asked for or loses its
+	// worker, with back-off (1 s doubling to 60 s) and a ceiling (5 in 10
+	// minutes, then failed: "restart loop").
+	RestartAlways RestartPolicy = "always"
+)
+
+// RestartPolicies lists every RestartPolicy. Read-only.
+var RestartPolicies = []RestartPolicy{RestartNo, RestartOnReboot, RestartAlways}
 
 // AskVia is where an ask goes, in AskParams.Via.
 type AskVia string
@@ -139,6 +191,9 @@ const (
 	ViaPTY     AskVia = "pty"     // the terminal, even when a channel is registered
 	ViaChannel AskVia = "channel" // the channel only; invalid_params when the session has none
 )
+
+// AskVias lists every AskVia. Read-only.
+var AskVias = []AskVia{ViaAuto, ViaPTY, ViaChannel}
 
 // ActionKind is what one step of an act batch does, in Action.Kind.
 type ActionKind string
@@ -173,6 +228,9 @@ const (
 	ButtonMiddle Button = "middle"
 )
 
+// Buttons lists every Button. Read-only.
+var Buttons = []Button{ButtonLeft, ButtonRight, ButtonMiddle}
+
 // ScrollDirection is which way a scroll action turns the wheel, in
 // Action.Direction.
 type ScrollDirection string
@@ -184,3 +242,6 @@ const (
 	ScrollLeft  ScrollDirection = "left"
 	ScrollRight ScrollDirection = "right"
 )
+
+// ScrollDirections lists every ScrollDirection. Read-only.
+var ScrollDirections = []ScrollDirection{ScrollUp, ScrollDown, ScrollLeft, ScrollRight}

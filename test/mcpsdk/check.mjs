@@ -122,7 +122,7 @@ async function schemas() {
       if (typeof a[k] !== 'boolean' && !(k === 'readOnlyHint' && a[k] === undefined)) fail(`${t.name}: ${k} is ${a[k]}, want a boolean`);
     }
   }
-  const want = { spawn: [false, false], ask: [false, true], act: [false, true], rm: [false, true], list: [true, false], wait: [true, false],
+  const want = { spawn: [false, false], ask: [false, true], act: [false, true], rm: [false, true], restart: [false, true], list: [true, false], wait: [true, false],
     desktops: [true, false], desktop_new: [false, false], desktop_rm: [false, true] };
   for (const [name, [ro, destr]] of Object.entries(want)) {
     const a = tools.find((t) => t.name === name).annotations;
@@ -135,7 +135,7 @@ async function schemas() {
     ['zoom', { x: 0, y: 0, width: 100, height: 50 }], ['cursor_position', {}], ['channels', {}],
     ['send', { name: session, text: 'echo hi\n' }], ['ask', { name: session, text: 'echo asked', until: 'asked', timeout_ms: 20000 }],
     ['resize', { name: session, cols: 90, rows: 30 }], ['spawn', { name: 'extra', argv: ['sh'] }],
-    ['stop', { name: 'extra' }], ['rm', { name: 'extra' }],
+    ['restart', { name: 'extra', force: true }], ['stop', { name: 'extra' }], ['rm', { name: 'extra' }],
     ['act', { actions: [{ kind: 'move', x: 5, y: 5 }] }],
     ['act', { actions: [{ kind: 'hold_key', key: 'shift', duration: 0.2 }, { kind: 'click', x: 5, y: 5, modifiers: ['shift'] }], observe: false }],
     // Refusals are tool errors whose structured content fits too.
@@ -156,6 +156,8 @@ async function schemas() {
     const r = await call(name, args); // the SDK itself rejects content that does not fit
     if (!validators[name](r.structuredContent)) fail(`${name} ${JSON.stringify(args)}: structuredContent does not fit its outputSchema: ${ajv.errorsText(validators[name].errors)}\n${JSON.stringify(r.structuredContent).slice(0, 600)}`);
     if (!!r.isError !== (r.structuredContent.ok === false)) fail(`${name}: isError ${r.isError} with ok ${r.structuredContent.ok}`);
+    // restart's success, not only its refusal, must fit its outputSchema.
+    if (name === 'restart' && r.isError) fail(`restart ${JSON.stringify(args)}: ${text(r)}`);
     called.add(name);
   }
   for (const t of tools) if (!called.has(t.name)) fail(`${t.name} was not called`);

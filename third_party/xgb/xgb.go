@@ -60,10 +60,14 @@ type Conn struct {
 	xidChan    chan xid
 	seqChan    chan uint16
 	reqChan    chan *request
-	closing    chan chan struct{}
+	// closeMu orders Close against NewRequest's send on reqChan, so a
+	// request made after Close gets ErrClosed instead of a panic; closed
+	// says Close was called (agentd's patch).
+	closeMu sync.RWMutex
+	closed  bool
 	// sent is closed when sendRequests has ended, after Close: the id and
-	// sequence generators stop with it instead of blocking forever (agentd's
-	// patch, see third_party/README.md).
+	// sequence generators stop with it instead of blocking forever, and
+	// readResponses returns (agentd's patch, see third_party/README.md).
 	sent chan struct{}
 
 	// ExtLock is a lock used whenever new extensions are initialized.
@@ -88,6 +92,7 @@ func NewConn() (*Conn, error) {
 // If 'display' is empty it will be taken from os.Getenv("DISPLAY").
 //
 // Examples:
+//
 //	NewConn(":1") -> net.Dial("unix", "", "/tmp/.X11-unix/X1")
 //	NewConn("/tmp/launch-12/:0") -> net.Dial("unix", "", "/tmp/launch-12/:0")
 //	NewConn("hostname:2.1") -> net.Dial("tcp", "", "hostname:6002")
@@ -129,7 +134,6 @@ func postNewConn(conn *Conn) (*Conn, error) {
 	conn.seqChan = make(chan uint16, seqBuffer)
 	conn.reqChan = make(chan *request, reqBuffer)
 	conn.eventChan = make(chan eventOrError, eventBuffer)
-	conn.closing = make(chan chan struct{}, 1)
 	conn.sent = make(chan struct{})
 
 	go conn.generateXIds()
@@ -142,8 +146,17 @@ func postNewConn(conn *Conn) (*Conn, error) {
 
 // Close gracefully closes the connection to the X server.
 func (c *Conn) Close() {
-	close(c.reqChan)
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.reqChan)
+	}
 }
+
+// ErrClosed is the error a checked request still waiting for its answer
+// receives when the connection is closed (agentd's patch).
+var ErrClosed = errors.New("xgb: the connection was closed before the server answered")
 
 // Event is an interface that can contain any of the events returned by the
 // server. Use a type assertion switch to extract the Event structs.
@@ -327,9 +340,21 @@ type request struct {
 //
 // In all likelihood, you should be able to copy and paste with some minor
 // edits the generated code for the request you want to issue.
+//
+// A request made after Close is not sent: a checked one gets ErrClosed
+// (agentd's patch; upstream panicked sending on a closed channel).
 func (c *Conn) NewRequest(buf []byte, cookie *Cookie) {
+	c.closeMu.RLock()
+	if c.closed {
+		c.closeMu.RUnlock()
+		if cookie.errorChan != nil {
+			cookie.errorChan <- ErrClosed
+		}
+		return
+	}
 	seq := make(chan struct{})
 	c.reqChan <- &request{buf: buf, cookie: cookie, seq: seq}
+	c.closeMu.RUnlock()
 	<-seq
 }
 
@@ -338,7 +363,6 @@ func (c *Conn) NewRequest(buf []byte, cookie *Cookie) {
 // It is meant to be run as its own goroutine.
 func (c *Conn) sendRequests() {
 	defer close(c.cookieChan)
-	defer close(c.sent)
 
 	for req := range c.reqChan {
 		// ho there! if the cookie channel is nearly full, force a round
@@ -356,10 +380,12 @@ func (c *Conn) sendRequests() {
 		c.writeBuffer(req.buf)
 		close(req.seq)
 	}
-	response := make(chan struct{})
-	c.closing <- response
-	c.noop() // Flush the response reading goroutine, ignore error.
-	<-response
+	// agentd's patch: upstream handed readResponses a channel to answer on
+	// and then waited for a round trip it sent, which readResponses never
+	// read when it saw the channel first (both waited forever, and the
+	// event channel was never closed). Now readResponses is told by sent
+	// and woken from its read by closing the socket.
+	close(c.sent)
 	c.conn.Close()
 }
 
@@ -397,6 +423,7 @@ func (c *Conn) writeBuffer(buf []byte) error {
 // Finally, cookies that came "before" this reply are always cleaned up.
 func (c *Conn) readResponses() {
 	defer close(c.eventChan)
+	defer c.abandonCookies()
 
 	var (
 		err        Error
@@ -406,8 +433,7 @@ func (c *Conn) readResponses() {
 
 	for {
 		select {
-		case respond := <-c.closing:
-			respond <- struct{}{}
+		case <-c.sent:
 			return
 		default:
 		}
@@ -415,10 +441,14 @@ func (c *Conn) readResponses() {
 		buf := make([]byte, 32)
 		err, seq = nil, 0
 		if _, err := io.ReadFull(c.conn, buf); err != nil {
+			if c.closedByClose() {
+				return
+			}
 			Logger.Printf("A read error is unrecoverable: %s", err)
 			c.eventChan <- err
 			c.Close()
-			continue
+			<-c.sent
+			return
 		}
 		switch buf[0] {
 		case 0: // This is an error
@@ -445,10 +475,14 @@ func (c *Conn) readResponses() {
 				biggerBuf := make([]byte, byteCount)
 				copy(biggerBuf[:32], buf)
 				if _, err := io.ReadFull(c.conn, biggerBuf[32:]); err != nil {
+					if c.closedByClose() {
+						return
+					}
 					Logger.Printf("A read error is unrecoverable: %s", err)
 					c.eventChan <- err
 					c.Close()
-					continue
+					<-c.sent
+					return
 				}
 				replyBytes = biggerBuf
 			} else {
@@ -525,6 +559,31 @@ func (c *Conn) readResponses() {
 				// Unchecked requests without replies don't have any channels,
 				// so we can't do anything with them except let them pass by.
 			}
+		}
+	}
+}
+
+// closedByClose reports whether the socket failed because Close closed
+// it (agentd's patch).
+func (c *Conn) closedByClose() bool {
+	select {
+	case <-c.sent:
+		return true
+	default:
+		return false
+	}
+}
+
+// abandonCookies answers every checked request still waiting once the
+// connection is closed with ErrClosed, instead of leaving its caller
+// waiting forever (agentd's patch). Unchecked requests with replies are
+// left as upstream leaves them: a ping would hand their callers a nil
+// reply with no error. cookieChan is closed by sendRequests after sent.
+func (c *Conn) abandonCookies() {
+	<-c.sent
+	for cookie := range c.cookieChan {
+		if cookie.errorChan != nil {
+			cookie.errorChan <- ErrClosed
 		}
 	}
 }

@@ -1,0 +1,11 @@
+package eventlog
+
+import (
+	"os"
+	"testing"
+
+	"github.com/agentd/agentd/internal/testhome"
+)
+
+// TestMain runs the tests in a private home (internal/testhome).
+func TestMain(m *testing.M) { os.Exit(testhome.Main(m)) }
