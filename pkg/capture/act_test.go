@@ -238,6 +238,47 @@ func TestKillSwitch(t *testing.T) {
 	}
 }
 
+// TestKillSwitchDuringMoves: a run of moves does not wait for each
+// kill-switch look's answer (lookWindow), yet a pointer the person pushes
+// into a corner between a move and its look stops the batch within
+// lookWindow moves, and before anything is pressed.
+func TestKillSwitchDuringMoves(t *testing.T) {
+	t.Parallel()
+	srv := startX(t)
+	s := newScreen(t, srv, true)
+	const pushedAt = 3
+	s.testAfterMove = func(n int) {
+		if n == pushedAt {
+			if out, err := srv.Command("xdotool", "mousemove", "0", "0").CombinedOutput(); err != nil {
+				t.Errorf("xdotool: %v %s", err, out)
+			}
+		}
+	}
+	var acts []RawAction
+	for i := range MaxActions - 1 {
+		acts = append(acts, RawAction{Kind: "move", X: ptr(float64(600 + i)), Y: ptr(400.0)})
+	}
+	acts = append(acts, RawAction{Kind: "click", X: ptr(700.0), Y: ptr(500.0)})
+	res, err := s.Act(ctxT(t), ActRequest{Actions: acts, Observe: ptr(false)})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "kill switch") || !strings.Contains(err.Error(), "(0,0)") {
+		t.Fatalf("got %v, want ErrRefused from the kill switch at 0,0", err)
+	}
+	if res.ActionsRun < pushedAt || res.ActionsRun >= pushedAt+lookWindow || res.ActionsRun == len(acts) {
+		t.Errorf("the batch ran %d actions, want %d to %d: the moves went on past the window, or the click ran", res.ActionsRun, pushedAt, pushedAt+lookWindow-1)
+	}
+	// Moves that put the pointer in a corner themselves, with looks in
+	// flight, are the batch's own.
+	s.testAfterMove = nil
+	srv.Command("xdotool", "mousemove", "640", "400").Run()
+	_, err = s.Act(ctxT(t), ActRequest{Actions: []RawAction{
+		{Kind: "move", X: ptr(0.0), Y: ptr(0.0)}, {Kind: "move", X: ptr(1279.0), Y: ptr(0.0)}, {Kind: "move", X: ptr(1279.0), Y: ptr(799.0)},
+		{Kind: "move", X: ptr(0.0), Y: ptr(799.0)}, {Kind: "move", X: ptr(640.0), Y: ptr(400.0)}, {Kind: "click", X: ptr(641.0), Y: ptr(401.0)},
+	}, Observe: ptr(false)})
+	if err != nil {
+		t.Errorf("a batch moving through every corner itself: %v", err)
+	}
+}
+
 func TestConsent(t *testing.T) {
 	t.Parallel()
 	srv := startX(t)

@@ -7,6 +7,8 @@ import (
 	"image"
 	"sync"
 	"time"
+
+	"github.com/BurntSushi/xgb/xproto"
 )
 
 // cornerMargin is the kill switch: a pointer within this many pixels of a
@@ -233,6 +235,58 @@ type batchRun struct {
 	ctx    context.Context
 	in     *inputRun
 	number int // action being run
+	// looks are the kill switch's pointer queries sent after moves whose
+	// answers are not read yet, oldest first (see lookWindow).
+	looks []pointerLook
+}
+
+// lookWindow is how many kill-switch looks a run of moves may leave
+// unanswered. Each move is followed by a look at the pointer, as every
+// action is; a move does not wait for the answers to the looks before it
+// until lookWindow of them are in flight, while any other action (a click,
+// a key, typing, a wait) waits for every answer first. So a pointer pushed
+// into a corner stops the batch before anything is pressed, and at most
+// lookWindow moves after the look that saw it: a few microseconds of
+// moves, where waiting for every answer cost a round trip to the X server
+// per move (one wake of the server and one of this process, each costly
+// on a machine that halts idle CPUs). No look is skipped, so nothing the
+// person did between a move and its look is missed; what the person does
+// between a look and the next move could be undone by that move whether
+// the look's answer was awaited or not.
+const lookWindow = 8
+
+// pointerLook is a kill-switch query in flight: the pointer was put at
+// placed just before it.
+type pointerLook struct {
+	cookie xproto.QueryPointerCookie
+	placed image.Point
+}
+
+// sendLook asks where the pointer is, after the move that put it at placed,
+// without waiting for the answer.
+func (r *batchRun) sendLook(placed image.Point) {
+	r.looks = append(r.looks, pointerLook{cookie: xproto.QueryPointer(r.x.c, r.x.root), placed: placed})
+}
+
+// settleLooks reads the answers to the looks in flight, oldest first,
+// until at most keep remain, and stops the batch if one shows the pointer
+// in a corner where no move of this batch put it.
+func (r *batchRun) settleLooks(keep int, where func() string) error {
+	for len(r.looks) > keep {
+		l := r.looks[0]
+		r.looks = r.looks[1:]
+		rep, err := l.cookie.Reply()
+		if err != nil || !r.x.alive() {
+			r.looks = nil
+			return r.x.fail(errors.Join(err, errors.New("query pointer")))
+		}
+		if p := image.Pt(int(rep.RootX), int(rep.RootY)); p != l.placed && inCorner(p, r.screen) {
+			r.looks = nil
+			return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
+				ErrRefused, where(), p.X, p.Y)
+		}
+	}
+	return nil
 }
 
 // pointerMark remembers where the last batch left the pointer, so that a
@@ -341,14 +395,29 @@ func (r *batchRun) run(b *Batch, res *ActResult) error {
 	for i, a := range b.Actions {
 		r.number = a.Number
 		if i > 0 {
-			if err := r.stop(func() string { return fmt.Sprintf("before action %d (%s)", a.Number, a.Kind) }); err != nil {
+			where := func() string { return fmt.Sprintf("before action %d (%s)", a.Number, a.Kind) }
+			if len(r.looks) > 0 {
+				// The look sent with the move before is this action's
+				// check; a move need not wait for its answer yet.
+				keep := 0
+				if a.Kind == KindMove {
+					keep = lookWindow - 1
+				}
+				if err := r.ctx.Err(); err != nil {
+					return err
+				}
+				if err := r.settleLooks(keep, where); err != nil {
+					return err
+				}
+			} else if err := r.stop(where); err != nil {
 				return err
 			}
 		}
-		if a.Kind == KindMove && i+1 < len(b.Actions) && r.s.person == nil {
-			// The query before the next action goes out with this
+		look := a.Kind == KindMove && i+1 < len(b.Actions) && r.s.person == nil
+		if look {
+			// The look before the next action goes out with this
 			// motion (xsock.hold). On a desktop the kill switch is the
-			// person's screen's, so no query follows on this connection.
+			// person's screen's, so no look follows on this connection.
 			r.x.sock.hold()
 		}
 		if err := r.do(a); err != nil {
@@ -357,11 +426,20 @@ func (r *batchRun) run(b *Batch, res *ActResult) error {
 			}
 			return fmt.Errorf("action %d (%s): %w", a.Number, a.Kind, err)
 		}
+		if look {
+			if r.s.testAfterMove != nil {
+				r.x.sock.flush()
+				r.s.testAfterMove(a.Number)
+			}
+			r.sendLook(a.At)
+		}
 		if i+1 == len(b.Actions) || b.Actions[i+1].Number != a.Number {
 			res.ActionsRun = a.Number
 		}
 	}
-	return nil
+	// Looks still in flight were sent before the last action, a move,
+	// which has run: a corner one saw still refuses the batch.
+	return r.settleLooks(0, func() string { return fmt.Sprintf("after action %d", r.number) })
 }
 
 func (r *batchRun) moveTo(p image.Point) error {

@@ -122,6 +122,10 @@ type Screen struct {
 	endLife context.CancelFunc
 	// lease is a person's hold on the input (TakeOver, lease.go).
 	lease leaseState
+	// testAfterMove, set by a test before any batch, runs after each
+	// move a kill-switch look follows, once the motion is written and
+	// before the look is sent: where a person's hand can come between.
+	testAfterMove func(number int)
 }
 
 // errScreenClosed is why a batch ended when its Screen closed.
