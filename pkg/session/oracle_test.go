@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The ask oracle: every question is asked of the same program twice, once
@@ -325,6 +327,11 @@ func TestAskOracle(t *testing.T) {
 type tmuxPane struct {
 	t    testing.TB
 	sock string
+	// tty is the pane's terminal (its slave side), whose modes say
+	// whether the program edits its own lines; editsLines is set once it
+	// was seen out of canonical mode.
+	tty        string
+	editsLines bool
 }
 
 func startTmux(t testing.TB, prog oracleProgram, env []string, dir string) *tmuxPane {
@@ -349,7 +356,62 @@ func startTmux(t testing.TB, prog oracleProgram, env []string, dir string) *tmux
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-S", p.sock, "kill-server").Run() })
+	tty, err := p.run("display-message", "-p", "#{pane_tty}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.tty = strings.TrimSpace(tty)
 	return p
+}
+
+// modes reads the pane terminal's line discipline: whether it is canonical
+// and echoes, and how many typed bytes the program has not read.
+func (p *tmuxPane) modes() (canonical, echo bool, unread int, err error) {
+	f, err := os.OpenFile(p.tty, os.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false, false, 0, err
+	}
+	defer f.Close()
+	tio, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	if err != nil {
+		return false, false, 0, err
+	}
+	unread, err = unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+	if err != nil {
+		return false, false, 0, err
+	}
+	return tio.Lflag&unix.ICANON != 0, tio.Lflag&unix.ECHO != 0, unread, nil
+}
+
+// enter presses Enter the way a person does: once the program has taken
+// what was typed. A program with a line editor of its own (irb's reline,
+// readline) leaves raw mode while it works on a key and goes back to it
+// to read the next; an Enter that arrives in between is echoed by the
+// kernel as well as by the editor, and the question shows twice (issue
+// 26, cause 1), which no person sees. So for such a program (seen out of
+// canonical mode at least once) Enter waits until the terminal is raw
+// again with nothing unread: the editor waits in its read. A program that
+// leaves line editing to the kernel gets Enter at once.
+func (p *tmuxPane) enter() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		canonical, echo, unread, err := p.modes()
+		if err != nil {
+			return err
+		}
+		if !canonical {
+			p.editsLines = true
+		}
+		if !p.editsLines || !canonical && !echo && unread == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the program did not go back to reading its terminal in 30 s (canonical %v, echo %v, %d bytes unread)", canonical, echo, unread)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the terminal's modes, with a deadline
+	}
+	_, err := p.run("send-keys", "Enter")
+	return err
 }
 
 func (p *tmuxPane) run(args ...string) (string, error) {
@@ -410,6 +472,9 @@ func (p *tmuxPane) settled(quiet, limit time.Duration, cond func(paneState) bool
 		st, err := p.state()
 		if err != nil {
 			return st, err
+		}
+		if canonical, _, _, err := p.modes(); err == nil && !canonical {
+			p.editsLines = true
 		}
 		key := strings.Join(st.rows, "\n") + "\x00" + strconv.Itoa(st.cursor) + st.before
 		if key != last {
@@ -492,14 +557,14 @@ func (p *tmuxPane) ask(q oracleAsk, prompt *regexp.Regexp, prog oracleProgram) (
 		return "", fmt.Errorf("echo: %w", err)
 	}
 	echoEnd := st.cursor
-	if _, err := p.run("send-keys", "Enter"); err != nil {
+	if err := p.enter(); err != nil {
 		return "", err
 	}
 	if q.closeBlock {
 		if _, err := p.settled(300*time.Millisecond, 30*time.Second, func(st paneState) bool { return st.cursor > echoEnd }); err != nil {
 			return "", err
 		}
-		if _, err := p.run("send-keys", "Enter"); err != nil {
+		if err := p.enter(); err != nil {
 			return "", err
 		}
 	}
@@ -546,8 +611,7 @@ func (p *tmuxPane) keys(text string, enter bool) error {
 		}
 	}
 	if enter {
-		_, err := p.run("send-keys", "Enter")
-		return err
+		return p.enter()
 	}
 	return nil
 }
