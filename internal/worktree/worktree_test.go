@@ -9,7 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testhome"
 )
+
+// Every test here runs in a private home and temp directory (testhome), as
+// in every other package: a t.TempDir in the real /tmp while other
+// packages' tests run beside is, to their checks, something left behind.
+func TestMain(m *testing.M) { os.Exit(testhome.Main(m)) }
 
 // hermetic makes git read no global or system configuration and commit as
 // a fixed person, so the tests see only what they set up.
