@@ -169,7 +169,10 @@ func TestNotificationOpenRunsTheTerminal(t *testing.T) {
 	if len(argv) != 4 || argv[0] != "-e" || filepath.Base(argv[1]) != "agentctl" || argv[2] != "attach" || argv[3] != "o" {
 		t.Errorf("Open ran the terminal with %q, want -e AGENTCTL attach o", argv)
 	}
-	if b, _ := os.ReadFile(screen); !strings.Contains(string(b), "Do you want") {
+	// The session's screen, whichever of its frames it shows by then (the
+	// flicker goes on while the terminal starts; beside two CPU hogs it had
+	// moved past the prompt): proof that this agentctl reached session o.
+	if b, _ := os.ReadFile(screen); !strings.Contains(string(b), "Do you want") && !strings.Contains(string(b), "Claude Code v") {
 		t.Errorf("the agentctl Open gave does not reach the session: its snapshot\n%s", b)
 	}
 }

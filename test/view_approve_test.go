@@ -186,9 +186,18 @@ func TestViewApprovesClaudeCode(t *testing.T) {
 			os.WriteFile(f, png, 0o600)
 		}
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rows tr[data-name="cc"] button.approve`))); err != nil {
-		t.Fatal(err)
-	}
+	// The list redraws its rows as states come, and a row redrawn between
+	// chromedp's finding the button and reading its box is a node gone
+	// ("Could not find node with given id", seen beside two CPU hogs): a
+	// person's click lands on what is drawn then, so click again.
+	var clickErr error
+	await(t, 10*time.Second, "a click on cc's Approve button", func() bool {
+		clickErr = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#rows tr[data-name="cc"] button.approve`)))
+		if clickErr != nil && !strings.Contains(clickErr.Error(), "Could not find node") {
+			t.Fatal(clickErr)
+		}
+		return clickErr == nil
+	})
 	await(t, 10*time.Second, "the page to say it approved", func() bool { return strings.Contains(pageText(ctx, "notice"), "cc: approved") })
 	await(t, step, "the tool's file on disk", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "approved.txt"))

@@ -244,7 +244,10 @@ type batchRun struct {
 // unanswered. Each move is followed by a look at the pointer, as every
 // action is; a move does not wait for the answers to the looks before it
 // until lookWindow of them are in flight, while any other action (a click,
-// a key, typing, a wait) waits for every answer first. So a pointer pushed
+// a key, typing, a wait) waits for every answer first, and so does a move
+// while a button or key is held: a drag's motions reach the application
+// one round trip apart, as before (openbox, handed a drag's motions in
+// one burst, missed title-bar drags beside two CPU hogs). So a pointer pushed
 // into a corner stops the batch before anything is pressed, and at most
 // lookWindow moves after the look that saw it: a few microseconds of
 // moves, where waiting for every answer cost a round trip to the X server
@@ -400,7 +403,7 @@ func (r *batchRun) run(b *Batch, res *ActResult) error {
 				// The look sent with the move before is this action's
 				// check; a move need not wait for its answer yet.
 				keep := 0
-				if a.Kind == KindMove {
+				if a.Kind == KindMove && len(r.in.pressed) == 0 {
 					keep = lookWindow - 1
 				}
 				if err := r.ctx.Err(); err != nil {
