@@ -94,8 +94,20 @@ func (r *cliRig) tmuxReplay(name string, data []byte, cols, rows int) string {
 // differences found ("" for none).
 func (w *twin) replayCheck(state string) string {
 	w.r.t.Helper()
-	ours := normScreen(w.ourScreen())
-	raw := []byte(w.r.h.ctl(0, "logs", w.name))
+	// The snapshot and the output it is played from must be of one moment:
+	// a CLI that draws between the two (Claude Code's logo animates) would
+	// show a frame one of them lacks. Take them again until the screen is
+	// the same before and after the output is read.
+	var ours string
+	var raw []byte
+	for try := 0; try < 5; try++ {
+		before := normScreen(w.ourScreen())
+		raw = []byte(w.r.h.ctl(0, "logs", w.name))
+		ours = normScreen(w.ourScreen())
+		if ours == before {
+			break
+		}
+	}
 	replayed := w.r.tmuxReplay(fmt.Sprintf("%s-%d", w.name, len(w.diffs)+len(w.replayDiffs)), raw, w.cols, w.rows)
 	inVT := vtScreen(raw, w.cols, w.rows)
 	var d strings.Builder
