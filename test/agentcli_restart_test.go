@@ -97,10 +97,15 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 	settle := func() { h.agentctl("", "wait", name, "--idle", "500ms", "--timeout", "10s") }
 	// submit types a prompt, and presses enter once it shows and the
 	// screen has settled (Codex takes an Enter inside the burst of typed
-	// characters as part of a paste, Gemini CLI as a new line).
+	// characters as part of a paste, Gemini CLI as a new line); then it
+	// waits for reply.
 	// A CLI still loading (Gemini CLI restoring a conversation) may drop
 	// what is typed: typed again, once its echo has not come within 10 s.
-	submit := func(text string) {
+	// It may drop an Enter too (Gemini CLI takes its prompt away while it
+	// restores): pressed again, as a person would, while reply has not
+	// come within 8 s. An Enter on an empty prompt does nothing in any of
+	// the three.
+	submit := func(text, reply string) {
 		t.Helper()
 		for try := 1; ; try++ {
 			h.ctl(0, "send", name, text)
@@ -114,6 +119,14 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 		}
 		settle()
 		h.ctl(0, "send", name, "--keys", "enter")
+		for try := 1; try < 4; try++ {
+			if _, _, code := h.agentctl("", "wait", name, "--until", regexp.QuoteMeta(reply), "--timeout", "8s"); code == 0 {
+				return
+			}
+			t.Logf("%q not taken within 8 s; pressing enter again", text)
+			h.ctl(0, "send", name, "--keys", "enter")
+		}
+		wait(regexp.QuoteMeta(reply))
 	}
 
 	wait(cli.trust)
@@ -130,8 +143,7 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 	}
 	wait(cli.idle)
 	settle()
-	submit(helloPrompt)
-	wait(regexp.QuoteMeta(helloReply))
+	submit(helloPrompt, helloReply)
 	wait(cli.idle)
 
 	// The conversation is in the CLI's store, where a restart looks. A
@@ -178,9 +190,19 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 	// The resumed CLI takes a prompt, and the next request the model
 	// receives carries the earlier turn.
 	wait(cli.idle)
+	if cli.name == "gemini" {
+		// Gemini CLI draws its prompt before it restores the
+		// conversation, then takes the prompt away while it restores
+		// (what is typed then is lost) and draws it again below the
+		// restored turn: that is when it reads.
+		await(t, step, "Gemini CLI's prompt below the restored turn", func() bool {
+			s := h.ctl(0, "snapshot", name)
+			i := strings.Index(s, helloReply)
+			return i >= 0 && strings.Contains(s[i:], "Type your message") && !strings.Contains(s, "Resuming session")
+		})
+	}
 	settle()
-	submit(afterPrompt)
-	wait(regexp.QuoteMeta(afterReply))
+	submit(afterPrompt, afterReply)
 	var next *fakemodel.Request
 	var after []fakemodel.Request
 	for deadline := time.Now().Add(30 * time.Second); next == nil; {
