@@ -285,8 +285,7 @@ func (r *batchRun) settleLooks(keep int, where func() string) error {
 		}
 		if p := image.Pt(int(rep.RootX), int(rep.RootY)); p != l.placed && inCorner(p, r.screen) {
 			r.looks = nil
-			return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
-				ErrRefused, where(), p.X, p.Y)
+			return cornerRefusal(where(), p)
 		}
 	}
 	return nil
@@ -356,10 +355,16 @@ func (r *batchRun) killSwitch(where func() string) error {
 		return err
 	}
 	if inCorner(p, r.screen) && !r.s.placed.is(p) {
-		return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
-			ErrRefused, where(), p.X, p.Y)
+		return cornerRefusal(where(), p)
 	}
 	return nil
+}
+
+// cornerRefusal is the kill switch's refusal, when the pointer was found
+// at p in a corner of this screen before the action where names.
+func cornerRefusal(where string, p image.Point) error {
+	return fmt.Errorf("%w: the kill switch stopped the batch %s: the pointer was pushed into a screen corner (%d,%d); move it away from the corners to act again",
+		ErrRefused, where, p.X, p.Y)
 }
 
 // stop is checked before every action and often during long ones.
