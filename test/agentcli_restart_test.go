@@ -95,16 +95,10 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 		}
 	}
 	settle := func() { h.agentctl("", "wait", name, "--idle", "500ms", "--timeout", "10s") }
-	// submit types a prompt, and presses enter once it shows and the
-	// screen has settled (Codex takes an Enter inside the burst of typed
-	// characters as part of a paste, Gemini CLI as a new line); then it
-	// waits for reply.
-	// A CLI still loading (Gemini CLI restoring a conversation) may drop
-	// what is typed: typed again, once its echo has not come within 10 s.
-	// It may drop an Enter too (Gemini CLI takes its prompt away while it
-	// restores): pressed again, as a person would, while reply has not
-	// come within 8 s. An Enter on an empty prompt does nothing in any of
-	// the three.
+	// submit types a prompt and, once it shows, presses enter until reply
+	// comes (enterUntilTaken). A CLI still loading (Gemini CLI restoring
+	// a conversation) may drop what is typed: typed again, once its echo
+	// has not come within 10 s.
 	submit := func(text, reply string) {
 		t.Helper()
 		for try := 1; ; try++ {
@@ -117,16 +111,7 @@ func resumeAfterReboot(t *testing.T, cli agentCLI, modules string) {
 			}
 			t.Logf("%q was not echoed within 10 s; typing it again", text)
 		}
-		settle()
-		h.ctl(0, "send", name, "--keys", "enter")
-		for try := 1; try < 4; try++ {
-			if _, _, code := h.agentctl("", "wait", name, "--until", regexp.QuoteMeta(reply), "--timeout", "8s"); code == 0 {
-				return
-			}
-			t.Logf("%q not taken within 8 s; pressing enter again", text)
-			h.ctl(0, "send", name, "--keys", "enter")
-		}
-		wait(regexp.QuoteMeta(reply))
+		enterUntilTaken(t, h, name, text, regexp.QuoteMeta(reply), step)
 	}
 
 	wait(cli.trust)

@@ -269,6 +269,15 @@ func submitPrompt(t *testing.T, h *home, name, text, taken string, timeout time.
 	t.Helper()
 	h.ctl(0, "send", name, text)
 	ctlWait(t, h, name, regexp.QuoteMeta(text), timeout)
+	enterUntilTaken(t, h, name, text, taken, timeout)
+}
+
+// enterUntilTaken presses enter once the screen is quiet, and again every
+// 8 s while taken does not show, as a person would: an agent CLI busy
+// with itself may lose an Enter (Gemini CLI restoring a conversation),
+// and an Enter on an empty prompt does nothing in any of them.
+func enterUntilTaken(t *testing.T, h *home, name, text, taken string, timeout time.Duration) {
+	t.Helper()
 	h.ctl(0, "wait", name, "--idle", "250ms", "--timeout", "5s")
 	h.ctl(0, "send", name, "--keys", "enter")
 	deadline := time.Now().Add(timeout)
