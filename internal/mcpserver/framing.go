@@ -49,12 +49,12 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 // maxLineBytes bounds one message on stdin. The largest a client sends is
@@ -87,7 +87,9 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if t.fastCtx != nil {
 		c.fastCtx = t.fastCtx
 	}
-	go c.readLoop(bufio.NewReaderSize(pollable(t.r), 64<<10))
+	in, restore := pollable(t.r)
+	c.restoreStdin = restore
+	go c.readLoop(bufio.NewReaderSize(in, 64<<10))
 	if t.onConn != nil {
 		t.onConn(c)
 	}
@@ -146,6 +148,9 @@ type lineConn struct {
 	msgs   chan readItem
 	closed chan struct{}
 	once   sync.Once
+	// restoreStdin gives stdin its blocking mode back (pollable); called
+	// when reading ends and on Close.
+	restoreStdin func()
 
 	// mu guards what follows; never held while writing.
 	mu      sync.Mutex
@@ -180,17 +185,19 @@ func newLineConn(r io.Reader, w io.Writer, drain time.Duration) *lineConn {
 
 // makeLineConn is a lineConn not yet reading.
 func makeLineConn(w io.Writer, drain time.Duration) *lineConn {
-	return &lineConn{w: w, drainWait: drain, msgs: make(chan readItem), closed: make(chan struct{}),
+	return &lineConn{w: w, drainWait: drain, msgs: make(chan readItem), closed: make(chan struct{}), restoreStdin: func() {},
 		pending: map[string]*pendingReq{}, byRaw: map[string]string{}, tokens: map[string]json.RawMessage{}, fastCtx: context.Background()}
 }
 
 // SessionID is empty: stdio has one session.
 func (c *lineConn) SessionID() string { return "" }
 
-// Close stops handing messages to the SDK. stdin itself stays open (it is
-// the process's); the reading goroutine ends with it.
+// Close stops handing messages to the SDK and gives stdin its blocking
+// mode back. stdin itself stays open (it is the process's); the reading
+// goroutine ends with it.
 func (c *lineConn) Close() error {
 	c.once.Do(func() { close(c.closed) })
+	c.restoreStdin()
 	return nil
 }
 
@@ -212,28 +219,49 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // its processor away from, and watches every 20 µs while calls go on (a
 // tenth of the server's CPU in a model's act loop). It reads a duplicate of
 // the descriptor, non-blocking; a terminal or a file is left as it is.
-func pollable(r io.Reader) io.Reader {
+//
+// O_NONBLOCK belongs to the open file description, which the process that
+// handed over the pipe shares: restore puts the flag back as it was, so
+// that a parent reading the same pipe after this server finds it blocking
+// again. (A server killed by a signal cannot; MCP clients give their
+// server a pipe of its own.)
+func pollable(r io.Reader) (pr io.Reader, restore func()) {
+	none := func() {}
 	f, ok := r.(*os.File)
 	if !ok {
-		return r
+		return r, none
 	}
 	st, err := f.Stat()
 	if err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return r
+		return r, none
 	}
-	fd, err := syscall.Dup(int(f.Fd()))
+	// Through Control, not f.Fd(): Fd would make the description blocking
+	// before its mode is read.
+	rc, err := f.SyscallConn()
 	if err != nil {
-		return r
+		return r, none
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
-		return r
+	fd, flags := -1, 0
+	if cerr := rc.Control(func(sfd uintptr) {
+		if fd, err = unix.Dup(int(sfd)); err == nil {
+			flags, err = unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		}
+	}); cerr != nil || err != nil || unix.SetNonblock(fd, true) != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return r, none
 	}
-	return os.NewFile(uintptr(fd), f.Name())
+	restore = none
+	if flags&unix.O_NONBLOCK == 0 {
+		restore = sync.OnceFunc(func() { _ = unix.SetNonblock(fd, false) })
+	}
+	return os.NewFile(uintptr(fd), f.Name()), restore
 }
 
 // readLoop reads lines until EOF, answering the malformed ones itself.
 func (c *lineConn) readLoop(r *bufio.Reader) {
+	defer c.restoreStdin()
 	for {
 		line, tooLong, err := readLine(r)
 		if tooLong {
