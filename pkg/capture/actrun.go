@@ -142,6 +142,15 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	if !x.xtestOK {
 		return fmt.Errorf("%w: %s", ErrUnavailable, x.xtestWhy)
 	}
+	// The kill switch's first look goes out with the request for the
+	// screen's size: a batch that finds the screen free waits for one
+	// round trip before its first action, not two. (On a desktop the
+	// switch is the person's screen's.)
+	var early *xproto.QueryPointerCookie
+	if s.person == nil {
+		c := xproto.QueryPointer(x.c, x.root)
+		early = &c
+	}
 	screen, err := x.screenRect()
 	if err != nil {
 		if errors.Is(x.sock.Err(), errXHung) {
@@ -166,7 +175,8 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	defer stopWatch()
 	// A lease taken while the batch waits or runs stops it (lease.go).
 	defer s.trackBatch(endLocked)()
-	if err := s.desk.acquire(lctx, req.Caller, max(timeout, 0)); err != nil {
+	waited, err := s.desk.acquire(lctx, req.Caller, max(timeout, 0))
+	if err != nil {
 		if errors.Is(context.Cause(lctx), errScreenClosed) {
 			return fmt.Errorf("%w: %s while the batch waited for it", ErrUnavailable, s.closedWhy())
 		}
@@ -181,14 +191,25 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	defer cancel()
 	defer x.guard(bctx, hungGrace)()
 	r := &batchRun{s: s, x: x, screen: screen, ctx: bctx, in: newInputRun(x)}
+	if !waited {
+		// Nothing ran between the look and now: it is the check before
+		// action 1. After a wait, another batch may have moved the
+		// pointer since, and the check looks again.
+		r.early = early
+	}
 	err = r.run(batch, res)
 	x.sock.flush() // a motion held for a query the batch stopped before
 	r.in.releaseAll()
 	if cerr := r.in.resumeCapsLock(); err == nil {
 		err = cerr
 	}
+	after := func() string { return fmt.Sprintf("after action %d", r.number) }
 	if err == nil && batch.Observe {
-		err = r.sleep(time.Duration(batch.SettleMS)*time.Millisecond, 0)
+		// No screenshot after a look that saw the pointer in a corner.
+		err = r.settleLooks(0, after)
+		if err == nil {
+			err = r.sleep(time.Duration(batch.SettleMS)*time.Millisecond, 0)
+		}
 	}
 	// Bindings go last: the settle time also lets clients catch up with
 	// the keys typed through them.
@@ -197,6 +218,12 @@ func (s *Screen) act(ctx context.Context, req ActRequest, res *ActResult, rec *A
 	}
 	if err == nil {
 		err = x.sync()
+	}
+	if err == nil {
+		// The looks still in flight were answered before the sync was:
+		// reading them waits for nothing, where reading them before the
+		// sync cost a round trip of its own.
+		err = r.settleLooks(0, after)
 	}
 	if err != nil {
 		return r.explain(err)
@@ -238,6 +265,9 @@ type batchRun struct {
 	// looks are the kill switch's pointer queries sent after moves whose
 	// answers are not read yet, oldest first (see lookWindow).
 	looks []pointerLook
+	// early, when set, is a look sent with the batch's first request,
+	// before it took a screen that was free: the check before action 1.
+	early *xproto.QueryPointerCookie
 }
 
 // lookWindow is how many kill-switch looks a run of moves may leave
@@ -350,7 +380,7 @@ func (r *batchRun) killSwitch(where func() string) error {
 		}
 		return nil
 	}
-	p, _, err := r.x.pointer()
+	p, err := r.pointerNow()
 	if err != nil {
 		return err
 	}
@@ -358,6 +388,22 @@ func (r *batchRun) killSwitch(where func() string) error {
 		return cornerRefusal(where(), p)
 	}
 	return nil
+}
+
+// pointerNow is where the pointer is: the answer to the early look while
+// it has not been used, else the answer to a query sent now.
+func (r *batchRun) pointerNow() (image.Point, error) {
+	c := r.early
+	if c == nil {
+		p, _, err := r.x.pointer()
+		return p, err
+	}
+	r.early = nil
+	rep, err := c.Reply()
+	if err != nil || !r.x.alive() {
+		return image.Point{}, r.x.fail(errors.Join(err, errors.New("query pointer")))
+	}
+	return image.Pt(int(rep.RootX), int(rep.RootY)), nil
 }
 
 // cornerRefusal is the kill switch's refusal, when the pointer was found
@@ -446,8 +492,9 @@ func (r *batchRun) run(b *Batch, res *ActResult) error {
 		}
 	}
 	// Looks still in flight were sent before the last action, a move,
-	// which has run: a corner one saw still refuses the batch.
-	return r.settleLooks(0, func() string { return fmt.Sprintf("after action %d", r.number) })
+	// which has run: a corner one saw still refuses the batch. Act reads
+	// them after its closing sync.
+	return nil
 }
 
 func (r *batchRun) moveTo(p image.Point) error {

@@ -81,6 +81,21 @@ func BenchmarkMoves96(b *testing.B) {
 	})
 }
 
+// BenchmarkClickBatch runs a batch of one click, unobserved, as a model's
+// computer-use step sends it: the batch's own round trips (its screen
+// size, the kill switch's first look, its closing sync) are most of it.
+func BenchmarkClickBatch(b *testing.B) {
+	_, s := benchScreen(b)
+	req := ActRequest{Actions: []RawAction{{Kind: "click", X: ptr(float64(300)), Y: ptr(float64(200))}}, Observe: ptr(false)}
+	ctx := ctxT(b)
+	for b.Loop() {
+		if _, err := s.Act(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/batch")
+}
+
 // BenchmarkCapture compares this package's raw capture with a bare xgb
 // MIT-SHM GetImage loop.
 func BenchmarkCapture(b *testing.B) {

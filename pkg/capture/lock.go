@@ -25,17 +25,18 @@ func newDeskLock() *deskLock { return &deskLock{} }
 
 // acquire waits up to timeout for the screen. It returns ErrBusy when the
 // queue is full, ErrLockTimeout with the holder's description when the wait
-// ran out, and the context's error when ctx ended.
-func (d *deskLock) acquire(ctx context.Context, c Caller, timeout time.Duration) error {
+// ran out, and the context's error when ctx ended. waited says whether
+// another batch held or awaited the screen when it was asked for.
+func (d *deskLock) acquire(ctx context.Context, c Caller, timeout time.Duration) (waited bool, err error) {
 	d.mu.Lock()
 	if d.held == nil && len(d.waiters) == 0 {
 		d.held = &Holder{Caller: c, Since: time.Now()}
 		d.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	if len(d.waiters) >= MaxQueuedBatches {
 		d.mu.Unlock()
-		return fmt.Errorf("%w: %d batches are already waiting for the screen; retry later", ErrBusy, MaxQueuedBatches)
+		return true, fmt.Errorf("%w: %d batches are already waiting for the screen; retry later", ErrBusy, MaxQueuedBatches)
 	}
 	ch := make(chan struct{})
 	d.waiters = append(d.waiters, ch)
@@ -49,7 +50,7 @@ func (d *deskLock) acquire(ctx context.Context, c Caller, timeout time.Duration)
 		d.mu.Lock()
 		d.held = &Holder{Caller: c, Since: time.Now()}
 		d.mu.Unlock()
-		return nil
+		return true, nil
 	case <-t.C:
 	case <-ctx.Done():
 		cause = ctx.Err()
@@ -60,22 +61,22 @@ func (d *deskLock) acquire(ctx context.Context, c Caller, timeout time.Duration)
 		if w == ch {
 			d.waiters = append(d.waiters[:i], d.waiters[i+1:]...)
 			if cause != nil {
-				return cause
+				return true, cause
 			}
 			who := "another batch"
 			if d.held != nil {
 				who = d.held.Caller.String()
 			}
-			return fmt.Errorf("%w: the screen is held by %s; waited %v, retry or raise lock_timeout_ms", ErrLockTimeout, who, timeout)
+			return true, fmt.Errorf("%w: the screen is held by %s; waited %v, retry or raise lock_timeout_ms", ErrLockTimeout, who, timeout)
 		}
 	}
 	// We were handed the lock while giving up: take it, then pass it on.
 	d.held = &Holder{Caller: c, Since: time.Now()}
 	d.releaseLocked()
 	if cause != nil {
-		return cause
+		return true, cause
 	}
-	return fmt.Errorf("%w: waited %v for the screen, retry or raise lock_timeout_ms", ErrLockTimeout, timeout)
+	return true, fmt.Errorf("%w: waited %v for the screen, retry or raise lock_timeout_ms", ErrLockTimeout, timeout)
 }
 
 func (d *deskLock) release() {
