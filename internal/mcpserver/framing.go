@@ -252,11 +252,20 @@ func pollable(r io.Reader) (pr io.Reader, restore func()) {
 		}
 		return r, none
 	}
+	dup := os.NewFile(uintptr(fd), f.Name())
 	restore = none
 	if flags&unix.O_NONBLOCK == 0 {
-		restore = sync.OnceFunc(func() { _ = unix.SetNonblock(fd, false) })
+		// Through the duplicate's own file, which the closure keeps
+		// alive: once reading ends nothing else refers to it, and its
+		// finalizer would close the descriptor (whose number another
+		// file may then take) before restore runs.
+		restore = sync.OnceFunc(func() {
+			if rc, err := dup.SyscallConn(); err == nil {
+				_ = rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), false) })
+			}
+		})
 	}
-	return os.NewFile(uintptr(fd), f.Name()), restore
+	return dup, restore
 }
 
 // readLoop reads lines until EOF, answering the malformed ones itself.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -70,6 +71,23 @@ func TestStdinIsBlockingAgainWhenReadingEnds(t *testing.T) {
 			}
 			if end == "EOF" {
 				w.Close()
+				// Collections while the server drains (the ping is
+				// never answered: 5 s): once reading ends nothing else
+				// refers to the duplicate, and a finalizer that closed
+				// it first would leave the mode unrestored.
+				stopGC := make(chan struct{})
+				go func() {
+					for {
+						select {
+						case <-stopGC:
+							return
+						default:
+							runtime.GC()
+							time.Sleep(10 * time.Millisecond) // pacing the collections
+						}
+					}
+				}()
+				defer close(stopGC)
 				// The SDK reads on until the end.
 				for {
 					if _, err := conn.Read(context.Background()); err != nil {
