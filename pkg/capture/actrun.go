@@ -308,12 +308,12 @@ func (r *batchRun) settleLooks(keep int, where func() string) error {
 	for len(r.looks) > keep {
 		l := r.looks[0]
 		r.looks = r.looks[1:]
-		rep, err := l.cookie.Reply()
-		if err != nil || !r.x.alive() {
+		p, _, err := r.x.pointerAnswer(l.cookie)
+		if err != nil {
 			r.looks = nil
-			return r.x.fail(errors.Join(err, errors.New("query pointer")))
+			return err
 		}
-		if p := image.Pt(int(rep.RootX), int(rep.RootY)); p != l.placed && inCorner(p, r.screen) {
+		if p != l.placed && inCorner(p, r.screen) {
 			r.looks = nil
 			return cornerRefusal(where(), p)
 		}
@@ -399,11 +399,8 @@ func (r *batchRun) pointerNow() (image.Point, error) {
 		return p, err
 	}
 	r.early = nil
-	rep, err := c.Reply()
-	if err != nil || !r.x.alive() {
-		return image.Point{}, r.x.fail(errors.Join(err, errors.New("query pointer")))
-	}
-	return image.Pt(int(rep.RootX), int(rep.RootY)), nil
+	p, _, err := r.x.pointerAnswer(*c)
+	return p, err
 }
 
 // cornerRefusal is the kill switch's refusal, when the pointer was found

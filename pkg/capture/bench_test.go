@@ -82,8 +82,9 @@ func BenchmarkMoves96(b *testing.B) {
 }
 
 // BenchmarkClickBatch runs a batch of one click, unobserved, as a model's
-// computer-use step sends it: the batch's own round trips (its screen
-// size, the kill switch's first look, its closing sync) are most of it.
+// computer-use step sends it: a batch short enough that its own round
+// trips (its screen size, the kill switch's first look, its closing sync)
+// are a good part of it.
 func BenchmarkClickBatch(b *testing.B) {
 	_, s := benchScreen(b)
 	req := ActRequest{Actions: []RawAction{{Kind: "click", X: ptr(float64(300)), Y: ptr(float64(200))}}, Observe: ptr(false)}

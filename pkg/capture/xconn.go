@@ -555,7 +555,13 @@ func (x *xconn) activeWindow() (xproto.Window, string) {
 
 // pointer returns the pointer position on the screen.
 func (x *xconn) pointer() (image.Point, uint16, error) {
-	p, err := xproto.QueryPointer(x.c, x.root).Reply()
+	return x.pointerAnswer(xproto.QueryPointer(x.c, x.root))
+}
+
+// pointerAnswer waits for the answer to a pointer query sent before: the
+// position on the screen and the buttons and modifiers held.
+func (x *xconn) pointerAnswer(c xproto.QueryPointerCookie) (image.Point, uint16, error) {
+	p, err := c.Reply()
 	if err != nil || !x.alive() {
 		return image.Point{}, 0, x.fail(errors.Join(err, errors.New("query pointer")))
 	}
