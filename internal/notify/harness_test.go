@@ -57,7 +57,7 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 `
 
 // startBus starts a private session bus, stopped in t.Cleanup.
-func startBus(t *testing.T) *bus {
+func startBus(t testing.TB) *bus {
 	t.Helper()
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
 		t.Skip("dbus-daemon is not installed (apt-get install dbus-daemon)")
@@ -75,7 +75,7 @@ func startBus(t *testing.T) *bus {
 }
 
 // start starts (or starts again) the bus daemon on b's socket.
-func (b *bus) start(t *testing.T) {
+func (b *bus) start(t testing.TB) {
 	t.Helper()
 	conf := filepath.Join(b.dir, "bus.conf")
 	sock := filepath.Join(b.dir, "bus")
@@ -97,7 +97,7 @@ func (b *bus) start(t *testing.T) {
 }
 
 // kill ends the bus daemon, as a crash would.
-func (b *bus) kill(t *testing.T) {
+func (b *bus) kill(t testing.TB) {
 	t.Helper()
 	_ = b.cmd.Process.Signal(syscall.SIGCONT)
 	_ = b.cmd.Process.Kill()
@@ -106,7 +106,7 @@ func (b *bus) kill(t *testing.T) {
 
 // startProcess starts cmd and ends it in t.Cleanup; the channel is closed
 // when it has exited.
-func startProcess(t *testing.T, cmd *exec.Cmd) chan struct{} {
+func startProcess(t testing.TB, cmd *exec.Cmd) chan struct{} {
 	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -165,7 +165,7 @@ const dunstrc = `[global]
 `
 
 // startDesk starts a bus, Xvfb and dunst; all end in t.Cleanup.
-func startDesk(t *testing.T) *desk {
+func startDesk(t testing.TB) *desk {
 	t.Helper()
 	for _, p := range []string{"dunst", "dunstctl"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -195,7 +195,7 @@ func startDesk(t *testing.T) *desk {
 }
 
 // startDunst starts dunst and waits until it owns the server's name.
-func (d *desk) startDunst(t *testing.T) {
+func (d *desk) startDunst(t testing.TB) {
 	t.Helper()
 	d.dunst = exec.Command("dunst", "-config", filepath.Join(d.dir, "dunstrc"))
 	d.dunst.Env = d.env
@@ -215,7 +215,7 @@ func (d *desk) startDunst(t *testing.T) {
 }
 
 // dunstctl runs dunstctl on the desk's bus and returns its output.
-func (d *desk) dunstctl(t *testing.T, args ...string) string {
+func (d *desk) dunstctl(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("dunstctl", args...)
 	cmd.Env = d.env
@@ -227,7 +227,7 @@ func (d *desk) dunstctl(t *testing.T, args ...string) string {
 }
 
 // displayed is `dunstctl count displayed`.
-func (d *desk) displayed(t *testing.T) int {
+func (d *desk) displayed(t testing.TB) int {
 	t.Helper()
 	s := d.dunstctl(t, "count", "displayed")
 	n, err := strconv.Atoi(s)
@@ -240,7 +240,7 @@ func (d *desk) displayed(t *testing.T) int {
 // displayedNow reads dunst's displayedLength property over the test's
 // own connection: the same number as dunstctl count displayed, without a
 // process per look (for the latency figure).
-func (d *desk) displayedNow(t *testing.T) uint32 {
+func (d *desk) displayedNow(t testing.TB) uint32 {
 	t.Helper()
 	v, err := d.conn.Object(busName, objPath).GetProperty("org.dunstproject.cmd0.displayedLength")
 	if err != nil {
@@ -262,7 +262,7 @@ type historyEntry struct {
 }
 
 // history is `dunstctl history`: the notifications dunst has closed.
-func (d *desk) history(t *testing.T) []historyEntry {
+func (d *desk) history(t testing.TB) []historyEntry {
 	t.Helper()
 	var raw struct {
 		Data [][]map[string]struct {
@@ -292,7 +292,7 @@ func (d *desk) history(t *testing.T) []historyEntry {
 // context opens the menu of all displayed notifications; dunstctl action
 // 0 opens the first one's, since it has several actions and none is the
 // default. The menu is dunst's dmenu, here pickScript.
-func (d *desk) pick(t *testing.T, key string, dunstctl ...string) {
+func (d *desk) pick(t testing.TB, key string, dunstctl ...string) {
 	t.Helper()
 	if err := os.WriteFile(d.choice, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func (d *desk) pick(t *testing.T, key string, dunstctl ...string) {
 }
 
 // signal sends sig to dunst.
-func (d *desk) signal(t *testing.T, sig syscall.Signal) {
+func (d *desk) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := d.dunst.Process.Signal(sig); err != nil {
 		t.Fatalf("signal dunst: %v", err)
@@ -312,7 +312,7 @@ func (d *desk) signal(t *testing.T, sig syscall.Signal) {
 }
 
 // await polls cond until it holds, failing the test after waitFor.
-func await(t *testing.T, what string, cond func() bool) {
+func await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for !cond() {
@@ -324,7 +324,7 @@ func await(t *testing.T, what string, cond func() bool) {
 }
 
 // newNotifier returns a Notifier on addr, shut down in t.Cleanup.
-func newNotifier(t *testing.T, addr string, timeout time.Duration) *Notifier {
+func newNotifier(t testing.TB, addr string, timeout time.Duration) *Notifier {
 	t.Helper()
 	n, err := New(Options{Address: addr, CallTimeout: timeout})
 	if err != nil {
@@ -337,7 +337,7 @@ func newNotifier(t *testing.T, addr string, timeout time.Duration) *Notifier {
 // nextEvent returns the first event that want accepts, failing the test
 // when none comes within waitFor; events it does not accept are passed
 // over.
-func nextEvent(t *testing.T, n *Notifier, what string, want func(Event) bool) Event {
+func nextEvent(t testing.TB, n *Notifier, what string, want func(Event) bool) Event {
 	t.Helper()
 	timer := time.NewTimer(waitFor)
 	defer timer.Stop()
@@ -358,7 +358,7 @@ func nextEvent(t *testing.T, n *Notifier, what string, want func(Event) bool) Ev
 }
 
 // notify calls n.Notify with a test's context.
-func notify(t *testing.T, n *Notifier, msg Notification) uint32 {
+func notify(t testing.TB, n *Notifier, msg Notification) uint32 {
 	t.Helper()
 	id, err := n.Notify(context.Background(), msg)
 	if err != nil {
@@ -379,7 +379,7 @@ type mapEvent struct {
 // watchMaps reports every window mapped and unmapped on display's root
 // window (MapNotify, UnmapNotify), as the X server tells; the connection
 // ends in t.Cleanup.
-func watchMaps(t *testing.T, display string) <-chan mapEvent {
+func watchMaps(t testing.TB, display string) <-chan mapEvent {
 	t.Helper()
 	c, err := xgb.NewConnDisplay(display)
 	if err != nil {
