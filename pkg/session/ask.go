@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/internal/ttyready"
+	"github.com/agentd/agentd/pkg/agentstate"
 	"github.com/agentd/agentd/pkg/termmodel"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -173,7 +174,30 @@ func (w *worker) checkAsk(p askParams) (string, *regexp.Regexp, error) {
 		return "", nil, emptyQuestion(w.spec.Name, p.Text)
 	}
 	re, err := compileUntil(p.Until)
+	if err == nil && re == nil && w.agent != "" {
+		return "", nil, agentAskRefusal(w.spec.Name, w.agent)
+	}
 	return text, re, err
+}
+
+// agentAskRefusal is the answer to an ask without until of an agent CLI's
+// session. An agent CLI reads its terminal all the time (a look at the
+// kernel says it waits even while it works), its input box comes back
+// below the reply at once, and its reply is drawn among the CLI's own
+// frames: an ask's end rules answered with the echoed prompt at once
+// (Codex CLI), or ran to the ask's timeout (Gemini CLI), and the next
+// ask was typed into a running turn. Until asks can follow the agent's
+// state, the ask is refused before anything is typed, naming what works.
+func agentAskRefusal(name string, agent agentstate.Agent) error {
+	channel := ""
+	if agent == agentstate.Claude {
+		channel = ", or ask Claude Code through a channel (README: Channels)"
+	}
+	return errorf(ErrInvalid, "session %q runs the agent CLI %s: ask cannot tell where its reply ends on the screen, "+
+		"so nothing was typed; give --until REGEXP (what the reply will show), or type the prompt with "+
+		"`agentctl send %s TEXT`, press Enter with `agentctl send %s --keys enter` once it shows, and wait for the turn with "+
+		"`agentctl wait %s --state waiting,needs_approval,needs_attention`%s",
+		name, agent, name, name, name, channel)
 }
 
 // askLimits are an ask's timeout, fallback idle and lock timeout, which
