@@ -40,6 +40,7 @@ func TestForModelsNamesTheToolCall(t *testing.T) {
 		`3 desktops are running, the limit (max_desktops); remove one first with agentctl desktop rm NAME`:                                                    `3 desktops are running, the limit (max_desktops); remove one first with the desktop_rm tool`,
 		`desktop "d" is dead (gone); make another with agentctl desktop new, or spawn with --desktop new`:                                                     `desktop "d" is dead (gone); make another with the desktop_new tool, or spawn with desktop "new"`,
 		`uid 5 may not use this agentd (it serves uid 6); run agentctl as that user`:                                                                          `uid 5 may not use this agentd (it serves uid 6); run agentctl as that user`,
+		`press Enter once it shows (agentctl send s --keys enter) and wait for the end of the turn (agentctl wait s --state waiting,needs_approval)`:          `press Enter once it shows (the send tool (name "s", keys ["enter"])) and wait for the end of the turn (the wait tool (name "s", states ["waiting","needs_approval"]))`,
 		`session "s" ended; agentctl rm --force s removes it`:                                                                                                 `session "s" ended; the rm tool (name "s", force true) removes it`,
 	} {
 		if got := forModels(in); got != want {

@@ -461,8 +461,8 @@ func withOK(v any, ok bool) map[string]any {
 // cliAdvice matches the agentctl commands the daemon's messages advise: a
 // verb (channel list is one), --force, a session's name, and the one
 // further argument the daemon's advice spells (send's --keys, wait's
-// --until and --ready, spawn's -- command).
-var cliAdvice = regexp.MustCompile("`?agentctl (channel list|[a-z]+)( --force)?( [a-z0-9][a-z0-9._-]*)?( --keys [a-z0-9+]+| --until \\.\\.\\.| --ready| -- [a-z0-9._-]+)?`?")
+// --until, --ready and --state, spawn's -- command).
+var cliAdvice = regexp.MustCompile("`?agentctl (channel list|[a-z]+)( --force)?( [a-z0-9][a-z0-9._-]*)?( --keys [a-z0-9+]+| --until \\.\\.\\.| --ready| --state [a-z_,]+| -- [a-z0-9._-]+)?`?")
 
 // deskAdvice matches the agentctl desktop commands the daemon advises,
 // which the desktops, desktop_new and desktop_rm tools do. NAME is the
@@ -538,6 +538,9 @@ func toolAdvice(tool, name string, force bool, more string) string {
 		args = append(args, "until: a regular expression its screen will show")
 	case more == "--ready":
 		args = append(args, "ready true")
+	case strings.HasPrefix(more, "--state "):
+		states, _ := json.Marshal(strings.Split(strings.TrimPrefix(more, "--state "), ","))
+		args = append(args, "states "+string(states))
 	case strings.HasPrefix(more, "-- "):
 		args = append(args, fmt.Sprintf("argv [%q]", strings.TrimPrefix(more, "-- ")))
 	}

@@ -22,7 +22,7 @@ func TestAskOfAnAgentCLINeedsUntil(t *testing.T) {
 	}
 	_, err := m.Ask(ctx, AskRequest{Name: "cx", Text: "hello", Timeout: 10 * time.Second})
 	wantErr(t, err, ErrInvalid, "ask without until of an agent CLI")
-	for _, want := range []string{"codex", "nothing was typed", "--until", "agentctl wait cx --state waiting"} {
+	for _, want := range []string{"codex", "nothing was typed", "--until", "agentctl wait cx --state waiting,needs_approval,needs_attention"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal %q does not say %q", err, want)
 		}

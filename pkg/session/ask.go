@@ -194,9 +194,9 @@ func agentAskRefusal(name string, agent agentstate.Agent) error {
 		channel = ", or ask Claude Code through a channel (README: Channels)"
 	}
 	return errorf(ErrInvalid, "session %q runs the agent CLI %s: ask cannot tell where its reply ends on the screen, "+
-		"so nothing was typed; give --until REGEXP (what the reply will show), or type the prompt with "+
-		"`agentctl send %s TEXT`, press Enter with `agentctl send %s --keys enter` once it shows, and wait for the turn with "+
-		"`agentctl wait %s --state waiting,needs_approval,needs_attention`%s",
+		"so nothing was typed; give --until (a regular expression the reply will show), or type the prompt "+
+		"(agentctl send %s, with the text), press Enter once it shows (agentctl send %s --keys enter) and wait "+
+		"for the end of the turn (agentctl wait %s --state waiting,needs_approval,needs_attention)%s",
 		name, agent, name, name, name, channel)
 }
 
