@@ -211,6 +211,13 @@ func TestTwoDesktopsTakeBatchesAtOnce(t *testing.T) {
 		json.Unmarshal([]byte(h.ctl(0, "--json", "screenshot", "--desktop", "d1", "-o", s1, "--force")), &struct{ Result *wire.ScreenshotResult }{&sr})
 		return sr.ActiveWindow != "" || xwininfoHas(t, d1, "xterm")
 	})
+	// The window manager starts with a desktop's first window and adopts
+	// it: reparented into a frame, its keyboard focus set again. Keys
+	// typed meanwhile can go nowhere (the focus reverts when the window is
+	// reparented), so the batches wait until each window has its frame,
+	// as a person would see it before typing.
+	await(t, 15*time.Second, "openbox to frame the xterm on d1", func() bool { return framedByWM(d1, "xterm") })
+	await(t, 15*time.Second, "openbox to frame the Tk window on d2", func() bool { return framedByWM(d2, "tkdesk") })
 
 	var wg sync.WaitGroup
 	errs := make([]string, 2)
@@ -318,6 +325,29 @@ func xwininfoHas(t *testing.T, d wire.DesktopRow, name string) bool {
 	cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
 	out, err := cmd.Output()
 	return err == nil && strings.Contains(string(out), `"`+name+`"`)
+}
+
+// framedByWM reports whether the top-level window with name (its title or
+// class, as xwininfo -tree quotes them) has the frame extents a window
+// manager sets on the windows it manages.
+func framedByWM(d wire.DesktopRow, name string) bool {
+	env := append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
+	cmd := exec.Command("xwininfo", "-root", "-tree")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && strings.Contains(l, `"`+name+`"`) {
+			cmd := exec.Command("xprop", "-id", f[0], "_NET_FRAME_EXTENTS")
+			cmd.Env = env
+			if p, err := cmd.Output(); err == nil && strings.Contains(string(p), "_NET_FRAME_EXTENTS(CARDINAL) = ") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestDesktopServerKilledByHandIsNoticedAndCleaned: kill -9 of a desktop's
