@@ -321,28 +321,28 @@ func checkDisplayFreed(t testing.TB, n string, serverPID int) {
 // xwininfoHas asks xwininfo, an independent witness, whether a window
 // named name is on the desktop.
 func xwininfoHas(t *testing.T, d wire.DesktopRow, name string) bool {
-	cmd := exec.Command("xwininfo", "-root", "-tree")
-	cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-	out, err := cmd.Output()
+	out, err := onDesktop(d, "xwininfo", "-root", "-tree").Output()
 	return err == nil && strings.Contains(string(out), `"`+name+`"`)
+}
+
+// onDesktop is a command run as a client of desktop d.
+func onDesktop(d wire.DesktopRow, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
+	return cmd
 }
 
 // framedByWM reports whether the top-level window with name (its title or
 // class, as xwininfo -tree quotes them) has the frame extents a window
 // manager sets on the windows it manages.
 func framedByWM(d wire.DesktopRow, name string) bool {
-	env := append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-	cmd := exec.Command("xwininfo", "-root", "-tree")
-	cmd.Env = env
-	out, err := cmd.Output()
+	out, err := onDesktop(d, "xwininfo", "-root", "-tree").Output()
 	if err != nil {
 		return false
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) > 1 && strings.Contains(l, `"`+name+`"`) {
-			cmd := exec.Command("xprop", "-id", f[0], "_NET_FRAME_EXTENTS")
-			cmd.Env = env
-			if p, err := cmd.Output(); err == nil && strings.Contains(string(p), "_NET_FRAME_EXTENTS(CARDINAL) = ") {
+			if p, err := onDesktop(d, "xprop", "-id", f[0], "_NET_FRAME_EXTENTS").Output(); err == nil && strings.Contains(string(p), "_NET_FRAME_EXTENTS(CARDINAL) = ") {
 				return true
 			}
 		}

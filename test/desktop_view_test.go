@@ -205,9 +205,7 @@ bind all <ButtonPress> {
 // cookie.
 func pointerAt(t *testing.T, d wire.DesktopRow) (int, int) {
 	t.Helper()
-	cmd := exec.Command("xdotool", "getmouselocation", "--shell")
-	cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-	out, err := cmd.Output()
+	out, err := onDesktop(d, "xdotool", "getmouselocation", "--shell").Output()
 	if err != nil {
 		t.Fatalf("xdotool getmouselocation: %v", err)
 	}

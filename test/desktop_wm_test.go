@@ -2,7 +2,6 @@ package test
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,9 +26,7 @@ func TestDesktopWindowManagerStartsWithTheFirstWindow(t *testing.T) {
 		t.Fatalf("openbox runs on an idle desktop: %v", pids)
 	}
 	x := func(prog string, args ...string) string {
-		cmd := exec.Command(prog, args...)
-		cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-		out, _ := cmd.CombinedOutput()
+		out, _ := onDesktop(d, prog, args...).CombinedOutput()
 		return string(out)
 	}
 	if out := x("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"); strings.Contains(out, "window id") {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"image/jpeg"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,9 +22,7 @@ import (
 // reads it with the desktop's DISPLAY and XAUTHORITY.
 func deskPointer(t *testing.T, d wire.DesktopRow) (x, y int) {
 	t.Helper()
-	cmd := exec.Command("xdotool", "getmouselocation")
-	cmd.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-	out, err := cmd.Output()
+	out, err := onDesktop(d, "xdotool", "getmouselocation").Output()
 	if err != nil {
 		t.Fatalf("xdotool getmouselocation on %s: %v", d.Display, err)
 	}

@@ -20,7 +20,7 @@ import (
 // stays where the query left it: row want_row, column 1), the median and
 // the 90th percentile of the time each reply took.
 const queryTimer = `
-import os, re, sys, termios, tty, time
+import os, termios, tty, time
 def measure(want_row):
     old = termios.tcgetattr(0)
     tty.setraw(0)
@@ -125,6 +125,7 @@ func BenchmarkCursorQuery(b *testing.B) {
 	b.ReportMetric(s/f, "ratio")
 }
 
+// queryMedian is the median reply time, in µs, in queryTimer's figures.
 func queryMedian(b *testing.B, text string) float64 {
 	f := queryFigures.FindStringSubmatch(text)
 	if f == nil {
@@ -144,24 +145,26 @@ type bareQueryTimer struct {
 
 // measure asks the program to measure and returns its figures once its
 // prompt is back.
-func (t *bareQueryTimer) measure(b *testing.B) string {
-	if _, err := t.master.Write([]byte("measure\r")); err != nil {
+func (q *bareQueryTimer) measure(b *testing.B) string {
+	if _, err := q.master.Write([]byte("measure\r")); err != nil {
 		b.Fatal(err)
 	}
 	var f string
 	select {
-	case f = <-t.figures:
+	case f = <-q.figures:
 	case <-time.After(20 * time.Second):
 		b.Fatal("no figures from the bare query timer")
 	}
 	select {
-	case <-t.prompt:
+	case <-q.prompt:
 	case <-time.After(20 * time.Second):
 		b.Fatal("no prompt from the bare query timer after its figures")
 	}
 	return f
 }
 
+// startBareQueryTimer starts queryTimer on a bare PTY, ended in b.Cleanup,
+// and returns once its prompt shows.
 func startBareQueryTimer(b *testing.B) *bareQueryTimer {
 	master, slave, err := openPTY(DefaultCols, DefaultRows)
 	if err != nil {
@@ -174,7 +177,7 @@ func startBareQueryTimer(b *testing.B) *bareQueryTimer {
 		b.Fatal(err)
 	}
 	slave.Close()
-	t := &bareQueryTimer{master: master, figures: make(chan string, 1), prompt: make(chan struct{}, 1)}
+	q := &bareQueryTimer{master: master, figures: make(chan string, 1), prompt: make(chan struct{}, 1)}
 	go func() {
 		buf := make([]byte, 4096)
 		var out []byte
@@ -193,11 +196,11 @@ func startBareQueryTimer(b *testing.B) *bareQueryTimer {
 				out = append(out[:i], out[i+4:]...)
 			}
 			if loc := queryFigures.FindIndex(out); loc != nil {
-				t.figures <- string(out[loc[0]:loc[1]])
+				q.figures <- string(out[loc[0]:loc[1]])
 				out = out[loc[1]:]
 			}
 			if bytes.HasSuffix(out, []byte("q> ")) {
-				t.prompt <- struct{}{}
+				q.prompt <- struct{}{}
 				out = out[:0]
 			}
 		}
@@ -208,9 +211,9 @@ func startBareQueryTimer(b *testing.B) *bareQueryTimer {
 		master.Close()
 	})
 	select {
-	case <-t.prompt:
+	case <-q.prompt:
 	case <-time.After(20 * time.Second):
 		b.Fatal("no prompt from the bare query timer")
 	}
-	return t
+	return q
 }
