@@ -175,7 +175,22 @@ func TestMCPSDKComputerUse(t *testing.T) {
 	dir := t.TempDir()
 	// The system's own openbox configuration (its mouse bindings move a
 	// window by its title bar), not the one in the real home.
-	startX(t, srv, "openbox", "--config-file", "/etc/xdg/openbox/rc.xml")
+	//
+	// The xterms start once openbox runs its --startup command, which it
+	// does once it has adopted the windows shown, just before its event
+	// loop. openbox 3.6 started beside them can stall for good: a
+	// window's MapRequest read while it adopts the windows already shown
+	// waits in its own queue, and its loop sleeps until the next X event
+	// comes (10 starts in 73 here, with nothing else running: windows
+	// never shown). agentd's desktops do not meet it: their openbox
+	// starts with the first window and focuses it, and that focus is the
+	// next event.
+	running := filepath.Join(dir, "openbox-running")
+	startX(t, srv, "openbox", "--config-file", "/etc/xdg/openbox/rc.xml", "--startup", "touch '"+running+"'")
+	await(t, 30*time.Second, "openbox to run its --startup command", func() bool {
+		_, err := os.Stat(running)
+		return err == nil
+	})
 	script := filepath.Join(dir, "mouse.py")
 	os.WriteFile(script, []byte(mouseLogger), 0o600)
 	mouseLog := filepath.Join(dir, "mouse.log")
