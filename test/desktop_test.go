@@ -212,10 +212,12 @@ func TestTwoDesktopsTakeBatchesAtOnce(t *testing.T) {
 		return sr.ActiveWindow != "" || xwininfoHas(t, d1, "xterm")
 	})
 	// The window manager starts with a desktop's first window and adopts
-	// it: reparented into a frame, its keyboard focus set again. Keys
-	// typed meanwhile can go nowhere (the focus reverts when the window is
-	// reparented), so the batches wait until each window has its frame,
-	// as a person would see it before typing.
+	// it: reparented into a frame, its keyboard focus set again. agentd
+	// holds a batch until openbox says it has adopted the windows shown
+	// (TestDesktopTypesIntoTheFirstWindowAtOnce). This test still waits
+	// for each frame, as a person sees it before typing: without that
+	// wait, the Tk window once lost its keys beside the other desktop
+	// tests (1 run in 9; the cause is not known yet).
 	await(t, 15*time.Second, "openbox to frame the xterm on d1", func() bool { return framedByWM(d1, "xterm") })
 	await(t, 15*time.Second, "openbox to frame the Tk window on d2", func() bool { return framedByWM(d2, "tkdesk") })
 

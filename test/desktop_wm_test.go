@@ -2,6 +2,7 @@ package test
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,4 +84,37 @@ func groupPIDs(pgid int, comm string) []int {
 		}
 	}
 	return pids
+}
+
+// TestDesktopTypesIntoTheFirstWindowAtOnce: on a new desktop, a batch sent
+// the moment its first window shows, with no click, types into it. The
+// window manager starts with that window and reparents it; keys typed
+// before it has adopted the window and focused it would go nowhere (the
+// pointer is not over the window), so agentd holds the batch until
+// openbox says it runs. Three desktops, three tries.
+func TestDesktopTypesIntoTheFirstWindowAtOnce(t *testing.T) {
+	needDesktopTools(t, "openbox", "xterm", "xdotool")
+	t.Parallel()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	h.cleanDesktops()
+	dir := t.TempDir()
+	for i := range 3 {
+		name := "first" + strconv.Itoa(i)
+		d := h.newDesktop(name)
+		typed := filepath.Join(dir, name+".txt")
+		// An xterm away from the pointer (the screen's middle).
+		h.ctl(0, "spawn", name, "--desktop", name, "--", "xterm", "-T", name, "-geometry", "30x4+0+0",
+			"-e", "sh", "-c", "cat > "+typed+"; exec sleep 600")
+		await(t, 15*time.Second, "the xterm's window to show", func() bool {
+			return onDesktop(d, "xdotool", "search", "--onlyvisible", "--name", "^"+name+"$").Run() == nil
+		})
+		h.ctl(0, "act", "--desktop", name, `{"actions":[{"kind":"type","text":"typed at once\n"},{"kind":"key","key":"ctrl+d"}],"observe":false}`)
+		await(t, 10*time.Second, "the text in "+typed, func() bool {
+			b, _ := os.ReadFile(typed)
+			return string(b) == "typed at once\n"
+		})
+		h.ctl(0, "rm", "--force", name)
+		h.ctl(0, "desktop", "rm", "--force", name)
+	}
 }

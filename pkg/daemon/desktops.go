@@ -412,6 +412,20 @@ func (d *Daemon) desktopClip(ctx context.Context, call *Call) (any, error) {
 	return &wire.DesktopClipResult{Text: text, Bytes: len(text)}, nil
 }
 
+// awaitWindowManager holds a batch on a desktop whose window manager is
+// adopting the windows shown: keys typed while it reparents a window go
+// nowhere (pkg/desktop/wm.go). It waits a few seconds at most, then the
+// batch goes on.
+func (d *Daemon) awaitWindowManager(ctx context.Context, name string) {
+	waited, err := d.desktops.mgr.AwaitWindowManager(ctx, name)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.log.Warn().Err(err).Str("desktop", name).Msg("the batch goes on without the window manager")
+	case waited >= time.Millisecond:
+		d.log.Debug().Str("desktop", name).Dur("waited", waited).Msg("the batch waited for the window manager to adopt the windows shown")
+	}
+}
+
 // desktopForSpawn resolves spawn --desktop: a running desktop by name, or
 // "new" for one made for the session. It returns the environment to set
 // and unset, and undo, which removes a desktop made here when the spawn

@@ -108,6 +108,9 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Desktop != "" {
+		d.awaitWindowManager(ctx, p.Desktop)
+	}
 	req := capture.ActRequest{
 		Actions: make([]capture.RawAction, len(p.Actions)), Observe: p.Observe, SettleMS: p.SettleMS,
 		Shot: shotRequest(p.Screenshot), LockTimeout: lock,

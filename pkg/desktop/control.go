@@ -27,7 +27,7 @@ import (
 
 // ctlRequest is a request to the worker.
 type ctlRequest struct {
-	Op   string `json:"op"` // "clip_set"
+	Op   string `json:"op"` // "clip_set", "wm_running", "await_wm"
 	Text string `json:"text,omitempty"`
 }
 
@@ -71,12 +71,13 @@ func (w *worker) serveControl(l *net.UnixListener) {
 		if err != nil {
 			return // closed by cleanup
 		}
-		w.handleControl(c)
+		// Each on its own: an await_wm waits for the wm_running
+		// that follows it.
+		go w.handleControl(c)
 	}
 }
 
-// handleControl answers one request. Requests are served one at a time:
-// they are rare (a person or an agent setting the clipboard).
+// handleControl answers one request.
 func (w *worker) handleControl(c *net.UnixConn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(ctlTimeout))
@@ -99,6 +100,18 @@ func (w *worker) handleControl(c *net.UnixConn) {
 	switch req.Op {
 	case "clip_set":
 		reply(w.clipSet([]byte(req.Text)))
+	case "wm_running":
+		// From the window manager's --startup command (wm.go); serve
+		// records it.
+		select {
+		case w.wmRunning <- struct{}{}:
+		default:
+		}
+		reply(nil)
+	case "await_wm":
+		// From an input batch (Manager.AwaitWindowManager).
+		c.SetDeadline(time.Now().Add(wmStartWait + ctlTimeout))
+		reply(w.awaitWM())
 	default:
 		reply(fmt.Errorf("unknown op %q", req.Op))
 	}
@@ -212,20 +225,7 @@ func (m *Manager) ClipSet(ctx context.Context, name, text string) error {
 	if d.Control == "" {
 		return errorf(ErrUnavailable, "desktop %q was made by an older agentd and has no control socket; make another with agentctl desktop new", name)
 	}
-	var dl net.Dialer
-	c, err := dl.DialContext(ctx, "unix", d.Control)
-	if err != nil {
-		return errorf(ErrUnavailable, "desktop %q's worker does not answer on %s: %v", name, d.Control, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(ctlTimeout))
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
-	defer stop()
-	var r ctlReply
-	err = json.NewEncoder(c).Encode(ctlRequest{Op: "clip_set", Text: text})
-	if err == nil {
-		err = json.NewDecoder(io.LimitReader(c, ctlMaxBytes)).Decode(&r)
-	}
+	r, err := askWorker(ctx, d.Control, ctlRequest{Op: "clip_set", Text: text})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -236,4 +236,23 @@ func (m *Manager) ClipSet(ctx context.Context, name, text string) error {
 		return errorf(ErrUnavailable, "desktop %q: %s", name, r.Error)
 	}
 	return nil
+}
+
+// askWorker sends req to the worker listening on path and returns its
+// reply.
+func askWorker(ctx context.Context, path string, req ctlRequest) (ctlReply, error) {
+	var r ctlReply
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, "unix", path)
+	if err != nil {
+		return r, fmt.Errorf("it does not answer on %s: %v", path, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(ctlTimeout))
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	if err = json.NewEncoder(c).Encode(req); err == nil {
+		err = json.NewDecoder(io.LimitReader(c, ctlMaxBytes)).Decode(&r)
+	}
+	return r, err
 }

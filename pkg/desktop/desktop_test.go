@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeXEnv) != "" {
 		os.Exit(fakeX(os.Args[1:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == WorkerArg {
+		// openbox's --startup command: the worker's binary, this one.
+		os.Exit(RunWorker(context.Background(), os.Args[2:], os.Stderr))
+	}
 	if os.Getenv("AGENTD_DESKTOP_DIR") != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		code := RunWorker(ctx, nil, os.Stderr)
@@ -42,7 +46,7 @@ func needXvfb(t *testing.T) {
 
 // newManager gives a test a Manager on private directories and a display
 // range of its own, so parallel tests never race for numbers.
-func newManager(t *testing.T, first, last int, edit func(*Options)) *Manager {
+func newManager(t testing.TB, first, last int, edit func(*Options)) *Manager {
 	t.Helper()
 	rt, err := os.MkdirTemp("", "dsk")
 	if err != nil {

@@ -83,7 +83,10 @@
 //     _NET_ACTIVE_WINDOW so openbox gives it the focus; openbox adopts the
 //     windows already shown. An idle desktop runs none (openbox is about
 //     19.5 MB resident, more than the rest of an idle desktop over its X
-//     server), and the desktop is ready when its server is. A window
+//     server), and the desktop is ready when its server is. openbox says
+//     when it has adopted the windows shown (its --startup command runs
+//     `agentd desktop-worker wm-running`), and input batches wait until
+//     then: keys typed while it reparents a window go nowhere. A window
 //     manager that exits is started again at most three times in the
 //     desktop's life, then the desktop goes on without one and its Reason
 //     says so: a manager that cannot run cannot loop. Desktop.WMState says

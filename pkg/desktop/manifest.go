@@ -57,9 +57,12 @@ type Desktop struct {
 	WindowManager member `json:"window_manager,omitzero"`
 	// WMPending is true while the window manager waits for the desktop's
 	// first window to start (wm.go); see WMState.
-	WMPending bool      `json:"wm_pending,omitempty"`
-	DBus      member    `json:"dbus,omitzero"`
-	CreatedAt time.Time `json:"created_at"`
+	WMPending bool `json:"wm_pending,omitempty"`
+	// WMStarting is true from the window manager's start until it says it
+	// has adopted the windows shown (wm.go); input batches wait for it.
+	WMStarting bool      `json:"wm_starting,omitempty"`
+	DBus       member    `json:"dbus,omitzero"`
+	CreatedAt  time.Time `json:"created_at"`
 	// Session is the session the desktop was made for (spawn --desktop
 	// new); it goes away with it unless Keep.
 	Session string `json:"session,omitempty"`

@@ -1,8 +1,14 @@
 package desktop
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"strings"
+	"time"
 
 	"github.com/BurntSushi/xgb"
 	"github.com/BurntSushi/xgb/xproto"
@@ -34,6 +40,20 @@ import (
 // cope with a manager arriving later, as they do when a person restarts
 // theirs.
 //
+// While openbox starts, the windows already shown are adopted: each is
+// reparented into a frame, which takes the keyboard focus from it until
+// openbox gives it back. Keys an agent types then go nowhere. openbox
+// runs its --startup command once it has adopted them and focused the
+// active one, just before its event loop, so that command tells the
+// worker (the worker's own binary, `agentd desktop-worker wm-running`,
+// over the control socket). Until then the manifest says WMStarting, and
+// an input batch on the desktop waits for it (Manager.AwaitWindowManager
+// asks the worker, "await_wm") at most wmStartWait. A batch can also come
+// before the worker has heard of the first window (the agent saw it in a
+// screenshot at once): the worker looks for a shown window on its
+// watching connection, and when there is one, the batch waits for the
+// manager that window starts.
+//
 // Once started the window manager stays. One that exits is started
 // again, at most wmRestarts times in the desktop's life, so a manager that
 // cannot run (another one holds the screen) cannot loop; after that the
@@ -42,6 +62,17 @@ import (
 // wmRestarts is how many times a window manager that exited is started
 // again.
 const wmRestarts = 3
+
+// wmRunningArg makes `agentd desktop-worker` the window manager's
+// --startup command: `agentd desktop-worker wm-running CONTROL` tells the
+// worker on the control socket CONTROL that the manager runs.
+const wmRunningArg = "wm-running"
+
+// wmStartWait bounds how long an input batch waits for a starting window
+// manager. openbox says it runs 35-80 ms after its first window shows
+// here; a manager that never says so (one without --startup) costs one
+// batch this wait, then no more (awaitWM).
+const wmStartWait = 5 * time.Second
 
 // watchFirstWindow connects to the desktop and selects SubstructureNotify
 // on its root: w.wmWanted is closed when a top-level window is first
@@ -139,7 +170,15 @@ func (w *worker) stopWatch() {
 
 // startWM starts the window manager and records it in the manifest.
 func (w *worker) startWM() error {
-	cmd := exec.Command(w.spec.WMPath, "--sm-disable")
+	args := []string{"--sm-disable"}
+	if w.spec.ControlPath != "" {
+		// /proc/PID/exe is the worker's own binary even when agentd was
+		// upgraded or removed since. openbox splits the command as a shell
+		// would (g_shell_parse_argv) and runs it without one.
+		args = append(args, "--startup", shellQuote(fmt.Sprintf("/proc/%d/exe", os.Getpid()))+
+			" "+WorkerArg+" "+wmRunningArg+" "+shellQuote(w.spec.ControlPath))
+	}
+	cmd := exec.Command(w.spec.WMPath, args...)
 	cmd.Env = w.programEnv()
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	cmd.Dir = "/"
@@ -149,6 +188,10 @@ func (w *worker) startWM() error {
 	w.wm, w.wmDone = cmd, waitFor(cmd)
 	w.wmStarts++
 	w.d.WMPending = false
+	w.d.WMStarting = w.spec.ControlPath != ""
+	if w.d.WMStarting {
+		w.unsettleWM()
+	}
 	w.d.WindowManager = memberOf(cmd.Process.Pid)
 	return writeManifest(w.spec.Dir, &w.d)
 }
@@ -158,6 +201,7 @@ func (w *worker) startWM() error {
 func (w *worker) wmExited(err error) {
 	w.wm, w.wmDone = nil, nil
 	w.d.WindowManager = member{}
+	w.d.WMStarting = false
 	if restarts := w.wmStarts - 1; restarts < wmRestarts {
 		fmt.Fprintf(w.log, "the window manager exited (%v); starting it again (%d of %d)\n", exitText(err), restarts+1, wmRestarts)
 		serr := w.startWM()
@@ -166,15 +210,110 @@ func (w *worker) wmExited(err error) {
 		}
 		err = serr
 	}
+	w.settleWM()
 	fmt.Fprintf(w.log, "the window manager exited (%v) and was restarted %d times; the desktop goes on without one\n", exitText(err), wmRestarts)
 	w.d.Reason = fmt.Sprintf("the window manager exited (%s) after %d restarts; the desktop goes on without one", exitText(err), wmRestarts)
 	writeManifest(w.spec.Dir, &w.d)
 }
 
+// markWMRunning records that the window manager said it runs.
+func (w *worker) markWMRunning() {
+	if w.d.WMStarting {
+		w.d.WMStarting = false
+		fmt.Fprintf(w.log, "the window manager runs\n")
+		writeManifest(w.spec.Dir, &w.d)
+	}
+	// After the manifest: a batch woken reads the state it waited for.
+	w.settleWM()
+}
+
+// settleWM wakes the batches waiting for the window manager (awaitWM).
+func (w *worker) settleWM() {
+	w.wmMu.Lock()
+	defer w.wmMu.Unlock()
+	if w.wmSettled == nil {
+		return // a worker made by a test
+	}
+	select {
+	case <-w.wmSettled:
+	default:
+		close(w.wmSettled)
+	}
+}
+
+// unsettleWM makes later batches wait again: a window manager starts
+// (again) and will adopt the windows shown.
+func (w *worker) unsettleWM() {
+	w.wmMu.Lock()
+	defer w.wmMu.Unlock()
+	select {
+	case <-w.wmSettled:
+		w.wmSettled = make(chan struct{})
+	default:
+	}
+}
+
+// awaitWM is the control socket's "await_wm": it returns once no window
+// manager is adopting windows, or after wmStartWait.
+func (w *worker) awaitWM() error {
+	if w.d.WM != WMOpenbox || w.spec.ControlPath == "" {
+		return nil
+	}
+	w.watchMu.Lock()
+	if c := w.wmWatch; c != nil {
+		// No manager yet. A window shown starts one, maybe not heard of
+		// yet: then wait for it; else nothing will adopt anything.
+		win, err := topLevelShown(c, xproto.Setup(c).DefaultScreen(c).Root)
+		if err != nil || win == 0 {
+			w.watchMu.Unlock()
+			return nil
+		}
+	}
+	w.watchMu.Unlock()
+	w.wmMu.Lock()
+	settled := w.wmSettled
+	w.wmMu.Unlock()
+	select {
+	case <-settled:
+		return nil
+	case <-time.After(wmStartWait):
+		// A manager that never says so (one without --startup) must not
+		// hold every batch: take it as running from now on.
+		fmt.Fprintf(w.log, "the window manager did not say it runs within %s; batches no longer wait for it\n", wmStartWait)
+		select {
+		case w.wmRunning <- struct{}{}:
+		default:
+		}
+		return fmt.Errorf("the window manager did not say it runs within %s", wmStartWait)
+	}
+}
+
+// reportWMRunning is `agentd desktop-worker wm-running CONTROL`, the
+// window manager's --startup command.
+func reportWMRunning(control string, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
+	defer cancel()
+	r, err := askWorker(ctx, control, ctlRequest{Op: "wm_running"})
+	if err == nil && !r.OK {
+		err = errors.New(r.Error)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd desktop-worker wm-running: the desktop's worker: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// shellQuote quotes s for a command line split as a POSIX shell would.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // WMState says which window manager the desktop has and whether it runs:
 // "none"; "openbox" while it runs; "openbox (starts with the first
-// window)" before a window was shown; "openbox (not running)" once it
-// exited for good (Reason says why).
+// window)" before a window was shown; "openbox (starting)" until it has
+// adopted the windows shown; "openbox (not running)" once it exited for
+// good (Reason says why).
 func (d *Desktop) WMState() string {
 	switch {
 	case d.WM == WMNone || d.WM == "":
@@ -183,6 +322,37 @@ func (d *Desktop) WMState() string {
 		return d.WM + " (starts with the first window)"
 	case d.WindowManager.PID == 0:
 		return d.WM + " (not running)"
+	case d.WMStarting:
+		return d.WM + " (starting)"
 	}
 	return d.WM
+}
+
+// AwaitWindowManager returns once desktop name's window manager has
+// adopted the windows shown (at once when none is starting and no window
+// is waiting for one), or after wmStartWait, or when ctx ends. Input
+// batches call it: keys typed while openbox reparents a window go
+// nowhere. waited says how long it took.
+func (m *Manager) AwaitWindowManager(ctx context.Context, name string) (waited time.Duration, err error) {
+	t0 := time.Now()
+	d, err := readManifest(m.path(name))
+	if err != nil || d.Status != StatusRunning || d.WM != WMOpenbox || d.Control == "" || !(d.WMPending || d.WMStarting) {
+		// Gone or ended (the batch finds out and says so), or nothing
+		// to wait for: no manager, or one that runs (the worker writes
+		// WMStarting before it starts one again).
+		return time.Since(t0), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, wmStartWait+time.Second)
+	defer cancel()
+	r, err := askWorker(ctx, d.Control, ctlRequest{Op: "await_wm"})
+	if err == nil && !r.OK {
+		if strings.HasPrefix(r.Error, "unknown op") {
+			return 0, nil // a worker of an older agentd: it cannot say
+		}
+		err = errors.New(r.Error)
+	}
+	if err != nil {
+		return time.Since(t0), fmt.Errorf("desktop %q: %v", name, err)
+	}
+	return time.Since(t0), nil
 }

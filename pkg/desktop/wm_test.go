@@ -51,30 +51,38 @@ func TestWindowManagerStartsWithTheFirstWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { xterm.Process.Kill(); xterm.Wait() })
-	var got *Desktop
-	await(t, "openbox to start with the xterm", 15*time.Second, func() bool {
-		got, err = m.Get("lazy")
-		return err == nil && got.WindowManager.PID != 0
-	})
-	if got.WMPending || got.WMState() != "openbox" {
-		t.Errorf("with a window shown: state %q, pending %v; want openbox", got.WMState(), got.WMPending)
-	}
-	// openbox adopted the window already shown: it answers the EWMH check
-	// and frames the xterm.
-	await(t, "openbox to frame the xterm", 15*time.Second, func() bool {
-		return strings.Contains(xprop("-root", "_NET_SUPPORTING_WM_CHECK"), "window id") &&
-			strings.Contains(xprop("-name", "lazywm", "_NET_FRAME_EXTENTS"), "=")
-	})
-
-	// The keyboard's focus goes to the window that was shown first, not to
-	// openbox's own (where openbox leaves it otherwise): keys typed reach
-	// the program. openbox frames its windows before it focuses one.
-	await(t, "the focus on the xterm", 10*time.Second, func() bool {
-		xdotool := exec.Command("xdotool", "getwindowfocus", "getwindowname")
+	// As an agent would: the window is seen (mapped, not yet framed) and
+	// a batch comes at once, maybe before the worker heard of the window.
+	// AwaitWindowManager returns once openbox said it adopted the window:
+	// by then it answers the EWMH check, has framed the xterm and has given
+	// it the keyboard's focus (not to openbox's own window, where openbox
+	// leaves it otherwise), so keys typed reach the program. Each is
+	// checked once, at that moment.
+	await(t, "the xterm's window to show", 15*time.Second, func() bool {
+		xdotool := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^lazywm$")
 		xdotool.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
-		focus, _ := xdotool.CombinedOutput()
-		return strings.TrimSpace(string(focus)) == "lazywm"
+		return xdotool.Run() == nil
 	})
+	waited, err := m.AwaitWindowManager(ctx, "lazy")
+	if err != nil {
+		t.Fatalf("AwaitWindowManager after %s: %v", waited, err)
+	}
+	got, _ := m.Get("lazy")
+	t.Logf("openbox said it runs %s after the window was seen", waited)
+	if got.WindowManager.PID == 0 || got.WMPending || got.WMStarting || got.WMState() != "openbox" {
+		t.Errorf("after AwaitWindowManager: state %q; want openbox", got.WMState())
+	}
+	if out := xprop("-root", "_NET_SUPPORTING_WM_CHECK"); !strings.Contains(out, "window id") {
+		t.Errorf("openbox said it runs, but the root has no _NET_SUPPORTING_WM_CHECK: %q", out)
+	}
+	if out := xprop("-name", "lazywm", "_NET_FRAME_EXTENTS"); !strings.Contains(out, "=") {
+		t.Errorf("openbox said it runs, but the xterm is not framed: %q", out)
+	}
+	xdotool := exec.Command("xdotool", "getwindowfocus", "getwindowname")
+	xdotool.Env = append(os.Environ(), "DISPLAY="+d.Display, "XAUTHORITY="+d.Authority)
+	if focus, _ := xdotool.CombinedOutput(); strings.TrimSpace(string(focus)) != "lazywm" {
+		t.Errorf("openbox said it runs, but the focus is on %q, not the xterm", focus)
+	}
 
 	// Killed, it is started again, wmRestarts times; then the desktop
 	// goes on without one and says why.
@@ -92,6 +100,10 @@ func TestWindowManagerStartsWithTheFirstWindow(t *testing.T) {
 	}
 	if pid != 0 || got.WMState() != "openbox (not running)" || !strings.Contains(got.Reason, "3 restarts") || got.Status != StatusRunning {
 		t.Fatalf("after %d kills: window manager %+v, state %q, reason %q, status %s", wmRestarts+1, got.WindowManager, got.WMState(), got.Reason, got.Status)
+	}
+	// Without a manager, nothing adopts windows: a batch does not wait.
+	if waited, err := m.AwaitWindowManager(ctx, "lazy"); err != nil {
+		t.Errorf("AwaitWindowManager with no manager left: %v after %s", err, waited)
 	}
 	if err := m.Remove(ctx, "lazy"); err != nil {
 		t.Fatal(err)
@@ -126,4 +138,65 @@ func groupMembers(t *testing.T, pgid int, comm string) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkAwaitWindowManager is what an input batch on a desktop now
+// pays before it runs when there is nothing to wait for, beside its
+// floor, reading the desktop's manifest (Get), which every batch already
+// did: "running", openbox runs (the manifest says so); "idle", no window
+// yet (the worker is asked on its control socket and looks for a shown
+// window).
+//
+//	go test -run '^$' -bench AwaitWindowManager -benchtime 200x ./pkg/desktop
+func BenchmarkAwaitWindowManager(b *testing.B) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		b.Skip("Xvfb is not installed")
+	}
+	for _, p := range []string{"openbox", "xterm"} {
+		if _, err := exec.LookPath(p); err != nil {
+			b.Skipf("%s is not installed", p)
+		}
+	}
+	m := newManager(b, 1492, 1495, nil)
+	ctx := context.Background()
+	d, err := m.New(ctx, Spec{Name: "bench", WM: WMOpenbox})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.New(ctx, Spec{Name: "idle", WM: WMOpenbox}); err != nil {
+		b.Fatal(err)
+	}
+	xterm := exec.Command("xterm", "-display", d.Display, "-T", "bench")
+	xterm.Env = append(os.Environ(), "XAUTHORITY="+d.Authority)
+	if err := xterm.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { xterm.Process.Kill(); xterm.Wait() })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := m.Get("bench")
+		if err == nil && got.WMState() == WMOpenbox {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("openbox did not run in 15 s: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Run("get-floor", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.Get("bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct{ name, desktop string }{{"await-running", "bench"}, {"await-idle", "idle"}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := m.AwaitWindowManager(ctx, c.desktop); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -58,6 +58,9 @@ const authorityName = "Xauthority"
 // reports, and then owns the desktop's processes until the server dies or
 // ctx ends (SIGTERM from desktop rm). It returns the exit status.
 func RunWorker(ctx context.Context, args []string, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == wmRunningArg {
+		return reportWMRunning(args[1], stderr)
+	}
 	if len(args) != 0 {
 		fmt.Fprintln(stderr, "agentd desktop-worker takes no arguments; it is started by agentd itself")
 		return 2
@@ -75,7 +78,7 @@ func RunWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentd desktop-worker: reading the specification:", err)
 		return 2
 	}
-	w := &worker{spec: spec, log: stderr, d: spec.Desktop}
+	w := &worker{spec: spec, log: stderr, d: spec.Desktop, wmRunning: make(chan struct{}, 1), wmSettled: make(chan struct{})}
 	ready := w.start(ctx)
 	if !ready.OK {
 		w.stopAll()
@@ -105,6 +108,10 @@ type worker struct {
 	wmWatch  *xgb.Conn     // watches the root for the first window (wm.go)
 	wmWanted chan struct{} // closed when that window is shown
 	wmStarts int           // how many times the window manager was started
+	// wmRunning hears the manager's --startup command (control.go).
+	wmRunning chan struct{}
+	wmMu      sync.Mutex    // guards wmSettled; taken after watchMu
+	wmSettled chan struct{} // closed while no manager is adopting windows
 
 	busL      *os.File      // the bus's listening socket until its first client
 	busWanted chan struct{} // closed when that client connects
@@ -432,9 +439,12 @@ func (w *worker) serve(ctx context.Context) {
 				fmt.Fprintf(w.log, "%v\n", err)
 				w.d.Reason = err.Error()
 				writeManifest(w.spec.Dir, &w.d)
+				w.settleWM() // nothing will adopt the window
 			}
 		case err := <-w.wmDone:
 			w.wmExited(err)
+		case <-w.wmRunning:
+			w.markWMRunning()
 		case <-w.busWanted:
 			w.busWanted = nil
 			if err := w.startBus(); err != nil {
@@ -492,6 +502,7 @@ func (w *worker) stopAll() {
 // cleanup removes what the desktop leaves: the X socket and lock (when no
 // server holds them), the cookie and the bus socket.
 func (w *worker) cleanup() {
+	w.settleWM() // the batches waiting find the desktop gone
 	if w.d.Number > 0 {
 		cleanDisplay(w.d.Number, w.d.Server.PID)
 	}

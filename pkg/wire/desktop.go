@@ -74,7 +74,9 @@ type DesktopRow struct {
 	WM      string        `json:"wm"`
 	// WMState says whether the window manager runs: "none", "openbox",
 	// "openbox (starts with the first window)" (an idle desktop runs none
-	// until a window appears) or "openbox (not running)" (Reason says why).
+	// until a window appears), "openbox (starting)" (adopting the windows
+	// shown; batches wait for it) or "openbox (not running)" (Reason says
+	// why).
 	WMState string `json:"wm_state,omitempty"`
 	Layout  string `json:"layout"`
 	// Server is the desktop's X server: xvnc or xvfb.
