@@ -183,8 +183,9 @@ func TestMCPSDKComputerUse(t *testing.T) {
 	// waits in its own queue, and its loop sleeps until the next X event
 	// comes (10 starts in 73 here, with nothing else running: windows
 	// never shown). agentd's desktops do not meet it: their openbox
-	// starts with the first window and focuses it, and that focus is the
-	// next event.
+	// starts with the first window and focuses it, and the worker sets a
+	// property on the root once openbox says it runs (pkg/desktop,
+	// nudgeWM): either is the next event.
 	running := filepath.Join(dir, "openbox-running")
 	startX(t, srv, "openbox", "--config-file", "/etc/xdg/openbox/rc.xml", "--startup", "touch '"+running+"'")
 	await(t, 30*time.Second, "openbox to run its --startup command", func() bool {

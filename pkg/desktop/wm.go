@@ -222,9 +222,41 @@ func (w *worker) markWMRunning() {
 		w.d.WMStarting = false
 		fmt.Fprintf(w.log, "the window manager runs\n")
 		writeManifest(w.spec.Dir, &w.d)
+		go w.nudgeWM()
 	}
 	// After the manifest: a batch woken reads the state it waited for.
 	w.settleWM()
+}
+
+// wmNudgeProperty is the root window property the worker sets once the
+// window manager says it runs (nudgeWM).
+const wmNudgeProperty = "_AGENTD_WM_RUNNING"
+
+// nudgeWM sends the window manager one event once it runs. openbox 3.6
+// can stall at its start: a window's MapRequest read while it adopts the
+// windows already shown waits in its own queue, and its loop polls only
+// the X socket, so it sleeps until the next X event; the window is never
+// shown (10 starts in 73 with three xterms mapped beside it, on a quiet
+// machine). The focus it gives the first window is usually that event;
+// this makes it one whatever openbox focuses: a property set on the root,
+// which openbox watches.
+func (w *worker) nudgeWM() {
+	c, err := xgb.NewConnDisplay(w.d.Display)
+	if err != nil {
+		fmt.Fprintf(w.log, "nudging the window manager: %v\n", err)
+		return
+	}
+	defer c.Close()
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	atom, err := xproto.InternAtom(c, false, uint16(len(wmNudgeProperty)), wmNudgeProperty).Reply()
+	if err == nil {
+		pid := uint32(os.Getpid())
+		b := []byte{byte(pid), byte(pid >> 8), byte(pid >> 16), byte(pid >> 24)}
+		err = xproto.ChangePropertyChecked(c, xproto.PropModeReplace, root, atom.Atom, xproto.AtomCardinal, 32, 1, b).Check()
+	}
+	if err != nil {
+		fmt.Fprintf(w.log, "nudging the window manager: %v\n", err)
+	}
 }
 
 // settleWM wakes the batches waiting for the window manager (awaitWM).

@@ -83,6 +83,11 @@ func TestWindowManagerStartsWithTheFirstWindow(t *testing.T) {
 	if focus, _ := xdotool.CombinedOutput(); strings.TrimSpace(string(focus)) != "lazywm" {
 		t.Errorf("openbox said it runs, but the focus is on %q, not the xterm", focus)
 	}
+	// Then the worker sends openbox one event, the property on the root,
+	// naming itself.
+	await(t, "the worker's nudge on the root", 10*time.Second, func() bool {
+		return strings.Contains(xprop("-root", wmNudgeProperty), "= "+strconv.Itoa(d.Worker.PID))
+	})
 
 	// Killed, it is started again, wmRestarts times; then the desktop
 	// goes on without one and says why.
