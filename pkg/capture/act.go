@@ -155,7 +155,8 @@ type Batch struct {
 }
 
 // Budget is the longest the batch may take: its waits, the settle time,
-// typing and launches, plus a fixed allowance for the rest.
+// typing, launches and the gaps before presses in place, plus a fixed
+// allowance for the rest.
 func (b *Batch) Budget() time.Duration {
 	d := workAllowance + time.Duration(b.SettleMS)*time.Millisecond
 	for _, a := range b.Actions {
@@ -166,6 +167,8 @@ func (b *Batch) Budget() time.Duration {
 			d += typeCharAllowance * time.Duration(utf8.RuneCountInString(a.Text))
 		case KindFocus:
 			d += launchAllowance
+		case KindClick, KindDown:
+			d += pressGap
 		}
 	}
 	return d

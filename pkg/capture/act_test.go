@@ -60,6 +60,30 @@ func (l *eventLog) count(substr string) int {
 	return n
 }
 
+// buttonTimes returns the X server times (ms) of button's presses and
+// releases, in order, from xev's three-line event reports.
+func (l *eventLog) buttonTimes(button int) (presses, releases []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kind, at := "", -1
+	for _, s := range l.lines {
+		switch {
+		case strings.HasPrefix(s, "ButtonPress event"), strings.HasPrefix(s, "ButtonRelease event"):
+			kind, at = s[:strings.Index(s, " ")], -1
+		case strings.Contains(s, ", time "):
+			f := strings.TrimPrefix(s[strings.Index(s, ", time ")+2:], "time ")
+			at, _ = strconv.Atoi(f[:strings.Index(f, ",")])
+		case strings.Contains(s, fmt.Sprintf("button %d,", button)) && at >= 0:
+			if kind == "ButtonPress" {
+				presses = append(presses, at)
+			} else {
+				releases = append(releases, at)
+			}
+		}
+	}
+	return presses, releases
+}
+
 // startXev opens xev's window at 300,300 and records its button events.
 func startXev(t *testing.T, srv *xvfbtest.Server) *eventLog {
 	t.Helper()
@@ -151,6 +175,14 @@ func TestActPointer(t *testing.T) {
 		{"button 2,", 2},
 	} {
 		await(t, 5*time.Second, fmt.Sprintf("%d xev lines with %q", c.want, c.what), func() bool { return ev.count(c.what) == c.want })
+	}
+	// The double click's second press reaches the server pressGap after
+	// the first release, as a person's would, not in the same millisecond
+	// (server times are whole milliseconds).
+	if p, r := ev.buttonTimes(3); len(p) != 2 || len(r) != 2 {
+		t.Errorf("the double click's times: presses %v, releases %v; want two of each", p, r)
+	} else if gap := time.Duration(p[1]-r[0]) * time.Millisecond; gap < pressGap-time.Millisecond {
+		t.Errorf("the double click's second press came %s after the first release (server times %v, %v); want at least %s", gap, p, r, pressGap)
 	}
 	if x, y := pointerByXdotool(t, srv); x != 370 || y != 380 {
 		t.Errorf("pointer after up: got %d,%d, want 370,380", x, y)

@@ -171,11 +171,12 @@ func TestParseBatchDefaultsAndClamps(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	b, err := ParseBatch([]RawAction{{Kind: "wait", MS: ptr(1000.0)}, {Kind: "type", Text: ptr("abcde")}, {Kind: "focus", Application: "x"}}, nil, ptr(500.0), testScreen)
+	b, err := ParseBatch([]RawAction{{Kind: "wait", MS: ptr(1000.0)}, {Kind: "type", Text: ptr("abcde")}, {Kind: "focus", Application: "x"},
+		{Kind: "click", X: ptr(1.0), Y: ptr(1.0), Double: true}}, nil, ptr(500.0), testScreen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 30*time.Second + 500*time.Millisecond + time.Second + 5*50*time.Millisecond + 40*time.Second
+	want := 30*time.Second + 500*time.Millisecond + time.Second + 5*50*time.Millisecond + 40*time.Second + 2*pressGap
 	if got := b.Budget(); got != want {
 		t.Errorf("budget: got %v, want %v", got, want)
 	}
