@@ -327,6 +327,16 @@ func xwininfoHas(t *testing.T, d wire.DesktopRow, name string) bool {
 	return err == nil && strings.Contains(string(out), `"`+name+`"`)
 }
 
+// desktopHome is a home whose agentd makes desktops and has no person's
+// display; its desktops are removed when the test ends.
+func desktopHome(t *testing.T) *home {
+	t.Helper()
+	h := newHome(t)
+	h.startDaemon([]string{"--desktops", "--display", "none"})
+	h.cleanDesktops()
+	return h
+}
+
 // onDesktop is a command run as a client of desktop d.
 func onDesktop(d wire.DesktopRow, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
@@ -358,9 +368,7 @@ func framedByWM(d wire.DesktopRow, name string) bool {
 func TestDesktopServerKilledByHandIsNoticedAndCleaned(t *testing.T) {
 	needDesktopTools(t)
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	dk := h.newDesktop("k1", "--wm", "none")
 	syscall.Kill(dk.ServerPID, syscall.SIGKILL)
 	await(t, 10*time.Second, "k1 listed dead", func() bool { d, _ := h.desktop("k1"); return d.Status == wire.DesktopDead })
@@ -391,9 +399,7 @@ func TestDesktopServerKilledByHandIsNoticedAndCleaned(t *testing.T) {
 func TestDesktopCapRefusesTheNinth(t *testing.T) {
 	needDesktopTools(t)
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	for i := 1; i <= 8; i++ {
 		h.newDesktop("c"+strconv.Itoa(i), "--wm", "none", "--size", "320x320")
 	}
@@ -411,9 +417,7 @@ func TestDesktopCapRefusesTheNinth(t *testing.T) {
 func TestSpawnDesktopNewGoesWithItsSession(t *testing.T) {
 	needDesktopTools(t, "openbox")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	h.ctl(0, "spawn", "s1", "--desktop", "new", "--", "sleep", "600")
 	h.ctl(0, "spawn", "s2", "--desktop", "new", "--keep-desktop", "--", "sleep", "600")
 	d1, ok1 := h.desktop("s1")
@@ -441,9 +445,7 @@ func TestDesktopClipboard(t *testing.T) {
 		t.Skip("python3 has no tkinter")
 	}
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	dk := h.newDesktop("cb", "--wm", "none")
 	text := "secret clip ünïcödé 漢字"
 	h.ctl(0, "desktop", "clip", "cb", "set", text)
@@ -509,9 +511,7 @@ func TestDesktopClipboardSurvivesAgentdRestart(t *testing.T) {
 func TestDesktopBadInput(t *testing.T) {
 	needDesktopTools(t)
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	h.newDesktop("taken", "--wm", "none")
 	for _, c := range []struct {
 		args []string
@@ -590,9 +590,7 @@ func TestKillSwitchStopsDesktopBatches(t *testing.T) {
 func TestDesktopRmWhileABatchRuns(t *testing.T) {
 	needDesktopTools(t)
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	h.newDesktop("rb", "--wm", "none")
 	type res struct {
 		errOut string

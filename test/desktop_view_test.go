@@ -282,9 +282,7 @@ func imageDiff(a, b img.Image, f int) (mean, most float64) {
 func TestDesktopViewInChromium(t *testing.T) {
 	needDesktopTools(t, "Xvnc", "wish", "xdotool")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	d := h.newDesktop("v", "--wm", "none", "--size", "800x600")
 	if d.RFB == "" {
 		t.Fatalf("desktop %+v has no RFB socket", d)
@@ -621,9 +619,7 @@ func TestWatchedDesktopIsNotIdle(t *testing.T) {
 func TestDesktopViewNativeIsViewOnly(t *testing.T) {
 	needDesktopTools(t, "Xvnc")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	d := h.newDesktop("n", "--wm", "none", "--size", "640x480")
 	bindir := t.TempDir()
 	ran := filepath.Join(bindir, "argv")

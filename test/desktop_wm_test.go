@@ -16,9 +16,7 @@ import (
 func TestDesktopWindowManagerStartsWithTheFirstWindow(t *testing.T) {
 	needDesktopTools(t, "openbox", "xterm", "xprop", "xwininfo")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	d := h.newDesktop("lazy") // openbox, the default
 	if d.WM != "openbox" {
 		t.Fatalf("the default desktop's window manager is %q, want openbox", d.WM)
@@ -95,9 +93,7 @@ func groupPIDs(pgid int, comm string) []int {
 func TestDesktopTypesIntoTheFirstWindowAtOnce(t *testing.T) {
 	needDesktopTools(t, "openbox", "xterm", "xdotool")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	dir := t.TempDir()
 	for i := range 3 {
 		name := "first" + strconv.Itoa(i)

@@ -63,9 +63,7 @@ func rfbSize(t *testing.T, path string) (int, int) {
 func TestXvncDesktopWorksAsXvfbDoes(t *testing.T) {
 	needDesktopTools(t, "Xvnc", "wish")
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	v := h.newDesktop("v", "--wm", "none", "--size", "800x600") // Xvnc by default: it is installed
 	f := h.newDesktop("f", "--wm", "none", "--server", "xvfb")
 	if v.Server != wire.ServerXvnc || v.RFB == "" || f.Server != wire.ServerXvfb || f.RFB != "" {
@@ -148,9 +146,7 @@ func TestXvncDesktopWorksAsXvfbDoes(t *testing.T) {
 func TestXvncBadInput(t *testing.T) {
 	needDesktopTools(t)
 	t.Parallel()
-	h := newHome(t)
-	h.startDaemon([]string{"--desktops", "--display", "none"})
-	h.cleanDesktops()
+	h := desktopHome(t)
 	if _, errOut, code := h.agentctl("", "desktop", "new", "--server", "vnc", "--wm", "none"); code != 2 || !strings.Contains(errOut, "xvfb or xvnc") {
 		t.Errorf("--server vnc: exit %d %q, want 2 naming xvfb or xvnc", code, errOut)
 	}
