@@ -247,7 +247,9 @@ type State map[string]int64
 // sibling test binaries (Prefix), the go command's work directories
 // (go-build*, of builds running beside the tests), the X servers' socket
 // directory (.X11-unix, made by the first X server on the machine), their lock
-// files (.X<n>-lock, removed when a sibling's Xvfb exits) and xvfbtest's
+// files (.X<n>-lock, removed when a sibling's Xvfb exits, and .tX<n>-lock,
+// which an X server writes and links to .X<n>-lock as it starts, for a
+// moment: a snapshot once caught one) and xvfbtest's
 // reservations (xvfbtest-<n>.lock, removed when its server stops): each is
 // either checked by its owner or lives exactly as long as a process.
 func Snapshot(home, tmp string) State {
@@ -284,7 +286,7 @@ func Snapshot(home, tmp string) State {
 	for _, e := range entries {
 		n := e.Name()
 		if strings.HasPrefix(n, Prefix) || strings.HasPrefix(n, "go-build") || strings.HasPrefix(n, "xvfbtest-") ||
-			n == ".X11-unix" || (strings.HasPrefix(n, ".X") && strings.HasSuffix(n, "-lock")) {
+			n == ".X11-unix" || ((strings.HasPrefix(n, ".X") || strings.HasPrefix(n, ".tX")) && strings.HasSuffix(n, "-lock")) {
 			continue
 		}
 		s[filepath.Join(tmp, n)] = 0

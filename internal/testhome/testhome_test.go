@@ -51,6 +51,7 @@ func TestAddedNamesWhatARunLeft(t *testing.T) {
 	os.Mkdir(filepath.Join(tmp, "agentctl-bin123"), 0o700)
 	os.Mkdir(filepath.Join(tmp, Prefix+"42"), 0o700)
 	os.WriteFile(filepath.Join(tmp, ".X41-lock"), nil, 0o600)
+	os.WriteFile(filepath.Join(tmp, ".tX42-lock"), nil, 0o600)
 	got := before.Added(Snapshot(home, tmp))
 	want := []string{hist, filepath.Join(home, ".local", "state", "agentd"), filepath.Join(tmp, "agentctl-bin123")}
 	slices.Sort(want)
