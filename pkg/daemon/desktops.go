@@ -211,29 +211,36 @@ type personScreen interface {
 // screenOf resolves a screen method's target: the person's display for "",
 // else a running desktop's Screen (made on first use).
 func (d *Daemon) screenOf(target string) (Screen, error) {
+	scr, _, err := d.desktopScreen(target)
+	return scr, err
+}
+
+// desktopScreen is screenOf that also returns the desktop's record as it
+// read it (nil for the person's display).
+func (d *Daemon) desktopScreen(target string) (Screen, *desktop.Desktop, error) {
 	if target == "" {
-		return d.screen, nil
+		return d.screen, nil, nil
 	}
 	if !d.live.Load().Desktops {
-		return nil, errDesktopsOff
+		return nil, nil, errDesktopsOff
 	}
 	h := d.desktops
 	if h == nil {
-		return nil, wire.Errorf(wire.CodeScreenUnavailable, "desktops are not available in this agentd")
+		return nil, nil, wire.Errorf(wire.CodeScreenUnavailable, "desktops are not available in this agentd")
 	}
 	dk, err := h.mgr.Get(target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dk.Status != desktop.StatusRunning {
 		h.drop(target)
-		return nil, wire.Errorf(wire.CodeScreenUnavailable, "desktop %q is %s (%s); remove it with agentctl desktop rm %s and make another", target, dk.Status, dk.Reason, target)
+		return nil, nil, wire.Errorf(wire.CodeScreenUnavailable, "desktop %q is %s (%s); remove it with agentctl desktop rm %s and make another", target, dk.Status, dk.Reason, target)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s := h.screens[target]; s != nil && s.scr.DesktopName() == target {
 		s.lastUse = time.Now()
-		return s.scr, nil
+		return s.scr, dk, nil
 	}
 	opts := capture.DesktopOptions{Name: target, Display: dk.Display, Authority: dk.Authority,
 		RecordDir: filepath.Join(d.cfg.StateDir, "desktops", target, "screen"), AllowAct: true}
@@ -249,14 +256,14 @@ func (d *Daemon) screenOf(target string) (Screen, error) {
 		// A daemon given a fake person's screen (tests): a desktop's
 		// Screen of its own, without audit.
 		if scr, err = capture.New(capture.Options{Display: dk.Display, Authority: dk.Authority, AllowAct: true, Logger: d.cfg.Logger}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(h.life)
 	done := make(chan struct{})
 	go func() { defer close(done); scr.Run(ctx) }()
 	h.screens[target] = &deskScreen{scr: scr, lastUse: time.Now(), stop: func() { cancel(); <-done; scr.Close() }}
-	return scr, nil
+	return scr, dk, nil
 }
 
 // leased reports whether a person holds the desktop's input (the view
@@ -416,13 +423,13 @@ func (d *Daemon) desktopClip(ctx context.Context, call *Call) (any, error) {
 // adopting the windows shown: keys typed while it reparents a window go
 // nowhere (pkg/desktop/wm.go). It waits a few seconds at most, then the
 // batch goes on.
-func (d *Daemon) awaitWindowManager(ctx context.Context, name string) {
-	waited, err := d.desktops.mgr.AwaitWindowManager(ctx, name)
+func (d *Daemon) awaitWindowManager(ctx context.Context, dk *desktop.Desktop) {
+	waited, err := desktop.AwaitWindowManager(ctx, dk)
 	switch {
 	case err != nil && ctx.Err() == nil:
-		d.log.Warn().Err(err).Str("desktop", name).Msg("the batch goes on without the window manager")
+		d.log.Warn().Err(err).Str("desktop", dk.Name).Msg("the batch goes on without the window manager")
 	case waited >= time.Millisecond:
-		d.log.Debug().Str("desktop", name).Dur("waited", waited).Msg("the batch waited for the window manager to adopt the windows shown")
+		d.log.Debug().Str("desktop", dk.Name).Dur("waited", waited).Msg("the batch waited for the window manager to adopt the windows shown")
 	}
 }
 

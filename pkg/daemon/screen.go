@@ -104,12 +104,12 @@ func (d *Daemon) act(ctx context.Context, call *Call) (any, error) {
 	if p.Screenshot != nil && p.Screenshot.Desktop != "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "screenshot.desktop is not used by agent.act: the batch's desktop is the observation's; give desktop on the batch")
 	}
-	scr, err := d.screenOf(p.Desktop)
+	scr, dk, err := d.desktopScreen(p.Desktop)
 	if err != nil {
 		return nil, err
 	}
-	if p.Desktop != "" {
-		d.awaitWindowManager(ctx, p.Desktop)
+	if dk != nil {
+		d.awaitWindowManager(ctx, dk)
 	}
 	req := capture.ActRequest{
 		Actions: make([]capture.RawAction, len(p.Actions)), Observe: p.Observe, SettleMS: p.SettleMS,

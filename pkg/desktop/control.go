@@ -109,7 +109,7 @@ func (w *worker) handleControl(c *net.UnixConn) {
 		}
 		reply(nil)
 	case "await_wm":
-		// From an input batch (Manager.AwaitWindowManager).
+		// From an input batch (AwaitWindowManager).
 		c.SetDeadline(time.Now().Add(wmStartWait + ctlTimeout))
 		reply(w.awaitWM())
 	default:

@@ -47,8 +47,8 @@ import (
 // active one, just before its event loop, so that command tells the
 // worker (the worker's own binary, `agentd desktop-worker wm-running`,
 // over the control socket). Until then the manifest says WMStarting, and
-// an input batch on the desktop waits for it (Manager.AwaitWindowManager
-// asks the worker, "await_wm") at most wmStartWait. A batch can also come
+// an input batch on the desktop waits for it (AwaitWindowManager asks the
+// worker, "await_wm") at most wmStartWait. A batch can also come
 // before the worker has heard of the first window (the agent saw it in a
 // screenshot at once): the worker looks for a shown window on its
 // watching connection, and when there is one, the batch waits for the
@@ -360,20 +360,21 @@ func (d *Desktop) WMState() string {
 	return d.WM
 }
 
-// AwaitWindowManager returns once desktop name's window manager has
-// adopted the windows shown (at once when none is starting and no window
-// is waiting for one), or after wmStartWait, or when ctx ends. Input
-// batches call it: keys typed while openbox reparents a window go
-// nowhere. waited says how long it took.
-func (m *Manager) AwaitWindowManager(ctx context.Context, name string) (waited time.Duration, err error) {
-	t0 := time.Now()
-	d, err := readManifest(m.path(name))
-	if err != nil || d.Status != StatusRunning || d.WM != WMOpenbox || d.Control == "" || !(d.WMPending || d.WMStarting) {
-		// Gone or ended (the batch finds out and says so), or nothing
-		// to wait for: no manager, or one that runs (the worker writes
+// AwaitWindowManager returns once desktop d's window manager has adopted
+// the windows shown (at once when none is starting and no window is
+// waiting for one), or after wmStartWait, or when ctx ends. d is the
+// desktop's record as the caller just read it (Manager.Get): a manager
+// that runs says so there, and nothing more is asked. Input batches call
+// it: keys typed while openbox reparents a window go nowhere. waited says
+// how long it took.
+func AwaitWindowManager(ctx context.Context, d *Desktop) (waited time.Duration, err error) {
+	if d.Status != StatusRunning || d.WM != WMOpenbox || d.Control == "" || !(d.WMPending || d.WMStarting) {
+		// Ended (the batch finds out and says so), or nothing to wait
+		// for: no manager, or one that runs (the worker writes
 		// WMStarting before it starts one again).
-		return time.Since(t0), nil
+		return 0, nil
 	}
+	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, wmStartWait+time.Second)
 	defer cancel()
 	r, err := askWorker(ctx, d.Control, ctlRequest{Op: "await_wm"})
@@ -384,7 +385,7 @@ func (m *Manager) AwaitWindowManager(ctx context.Context, name string) (waited t
 		err = errors.New(r.Error)
 	}
 	if err != nil {
-		return time.Since(t0), fmt.Errorf("desktop %q: %v", name, err)
+		return time.Since(t0), fmt.Errorf("desktop %q: %v", d.Name, err)
 	}
 	return time.Since(t0), nil
 }
